@@ -1,0 +1,443 @@
+"""Masked-language-model sampling: which tokens BERT must predict, and what it sees there (chapter 3).
+
+BERT learns by filling in blanks. Some positions are *chosen* (15% by default); the model must
+predict the original token there, and nowhere else (label `IGNORE_INDEX` = -100). What the
+model *sees* at a chosen position is:
+
+- 80% of the time `[MASK]`,
+- 10% of the time a random token,
+- 10% of the time the original token, unchanged.
+
+Why not always `[MASK]`? Fine-tuning inputs never contain `[MASK]`, so a model that only
+learned "predict at [MASK]" would have nothing to do at real tokens. The random and unchanged
+cases make every position a possible target: the model must keep a good representation of
+each token, because it cannot tell which of the visible tokens it will be asked about.
+
+Two recipes, both here:
+
+- **dynamic**, `mask_tokens`: transformers' `DataCollatorForLanguageModeling` (and RoBERTa).
+  Each token is chosen *independently* with probability 0.15, on a whole (B, L) batch, and the
+  mask is drawn anew every time a batch is built. The number chosen varies (it can be 0).
+- **static**, `create_masked_lm_predictions`: the original google-research/bert
+  `create_pretraining_data.py`. Exactly `round(0.15 * len)` positions (at most 20) of one
+  sequence, drawn once when the training files are written (10 copies with different masks).
+
+Shape legend:
+    B  batch size    L  sequence length    V  vocabulary size (30,522 for bert-base-uncased)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection, Sequence
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from bertcourse.config import IGNORE_INDEX
+
+# --- argument checks -----------------------------------------------------------------------
+
+
+def _check_probability(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+
+
+def _check_replace_probs(mask_replace_prob: float, random_replace_prob: float) -> None:
+    _check_probability("mask_replace_prob", mask_replace_prob)
+    _check_probability("random_replace_prob", random_replace_prob)
+    # a tiny slack so that e.g. 0.7 + 0.3 (= 1.0000000000000002 in floats) is accepted
+    if mask_replace_prob + random_replace_prob > 1.0 + 1e-12:
+        raise ValueError(
+            f"mask_replace_prob + random_replace_prob must not exceed 1 (they are shares of the "
+            f"chosen tokens; the rest is kept unchanged), got {mask_replace_prob} + "
+            f"{random_replace_prob} = {mask_replace_prob + random_replace_prob}"
+        )
+
+
+def _check_vocab_size(vocab_size: int) -> None:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+
+
+def _check_id(name: str, token_id: int, vocab_size: int) -> None:
+    if not 0 <= token_id < vocab_size:
+        raise ValueError(
+            f"{name} {token_id} is out of range for vocab_size {vocab_size} "
+            f"(valid ids: 0..{vocab_size - 1})"
+        )
+
+
+def _special_set(
+    special_token_ids: Collection[int], vocab_size: int, pad_token_id: int | None = None
+) -> set[int]:
+    specials = {int(i) for i in special_token_ids}
+    if pad_token_id is not None:
+        specials.add(int(pad_token_id))
+    for token_id in sorted(specials):
+        _check_id("special token id", token_id, vocab_size)
+    return specials
+
+
+def _allowed_random_ids(vocab_size: int, specials: set[int]) -> list[int]:
+    """The ids a random replacement may take when special ids are excluded."""
+    allowed = [i for i in range(vocab_size) if i not in specials]
+    if not allowed:
+        raise ValueError(
+            "random_ids_exclude_special=True but every id of the vocabulary is special: "
+            "there is no id left to draw"
+        )
+    return allowed
+
+
+# --- dynamic masking (transformers) --------------------------------------------------------
+
+
+class MaskedTokens(NamedTuple):
+    """What `mask_tokens` returns; unpacks like a tuple: `inputs, labels = mask_tokens(...)`."""
+
+    input_ids: Tensor
+    """(B, L) what the model sees: [MASK], a random id or the original at chosen positions."""
+    labels: Tensor
+    """(B, L) int64: the original id at chosen positions, `IGNORE_INDEX` (-100) elsewhere."""
+
+
+def special_tokens_mask(input_ids: Tensor, special_token_ids: Collection[int]) -> Tensor:
+    """(B, L) bool, True where `input_ids` holds one of `special_token_ids` (never chosen)."""
+    ids = torch.tensor(sorted({int(i) for i in special_token_ids}), dtype=input_ids.dtype)
+    return torch.isin(input_ids, ids.to(input_ids.device))
+
+
+def mask_tokens(
+    input_ids: Tensor,
+    *,
+    vocab_size: int,
+    mask_token_id: int,
+    special_token_ids: Collection[int],
+    mlm_probability: float = 0.15,
+    mask_replace_prob: float = 0.8,
+    random_replace_prob: float = 0.1,
+    generator: torch.Generator | None = None,
+    pad_token_id: int | None = None,
+    random_ids_exclude_special: bool = False,
+) -> MaskedTokens:
+    """Dynamic MLM masking of a batch, with the semantics of transformers' data collator.
+
+    Three independent draws per position, in this order (the same calls, in the same order,
+    as `DataCollatorForLanguageModeling.torch_mask_tokens`, so the same generator seed gives
+    the same batch as transformers):
+
+    1. chosen ~ Bernoulli(mlm_probability), except special ids (and padding): never chosen;
+    2. among chosen: [MASK] ~ Bernoulli(mask_replace_prob);
+    3. among chosen and not [MASK]: random ~ Bernoulli(random_replace_prob / (1 -
+       mask_replace_prob)), so that `random_replace_prob` is the share of *all* chosen tokens
+       (0.1 / 0.2 = 0.5 with the defaults). A random token is uniform over the vocabulary.
+       The rest (1 - 0.8 - 0.1 = 10%) keeps its original id.
+
+    Args:
+        input_ids: (B, L) token ids (any shape works), integer dtype. Not modified.
+        vocab_size: V; random replacements are drawn from 0..V-1.
+        mask_token_id: the id of [MASK] (103 in bert-base-uncased).
+        special_token_ids: ids that are never chosen, e.g. `bertcourse.config.SPECIAL_IDS`
+            ([PAD], [UNK], [CLS], [SEP], [MASK]: transformers' `tokenizer.all_special_ids`).
+        mlm_probability: chance that a non-special token is chosen.
+        mask_replace_prob: share of chosen tokens replaced by [MASK].
+        random_replace_prob: share of chosen tokens replaced by a random id.
+        generator: a `torch.Generator` on the device of `input_ids` for reproducible masks;
+            None uses PyTorch's global generator.
+        pad_token_id: if given, padding is never chosen even if not in `special_token_ids`.
+        random_ids_exclude_special: False (default) draws random ids from the whole
+            vocabulary, special ids included, as transformers and the original release do;
+            this keeps the result identical to transformers for the same seed. True draws
+            uniformly from the non-special ids only (never a [CLS], [PAD] or [MASK] in the
+            middle of a sentence); the difference is tiny for a 30,522-word vocabulary (5 in
+            30,522 random replacements, i.e. ~0.002% of chosen tokens).
+
+    Returns:
+        `MaskedTokens(input_ids (B, L) same dtype as the input, labels (B, L) int64)`.
+    """
+    # --- check the arguments: every mistake here would silently corrupt training data
+    _check_vocab_size(vocab_size)
+    _check_probability("mlm_probability", mlm_probability)
+    _check_replace_probs(mask_replace_prob, random_replace_prob)
+    _check_id("mask_token_id", int(mask_token_id), vocab_size)
+    if pad_token_id is not None:
+        _check_id("pad_token_id", int(pad_token_id), vocab_size)
+    specials = _special_set(special_token_ids, vocab_size, pad_token_id)
+    if not isinstance(input_ids, Tensor) or torch.is_floating_point(input_ids):
+        raise TypeError(
+            "input_ids must be an integer torch.Tensor of token ids, got "
+            f"{type(input_ids).__name__}{'' if not isinstance(input_ids, Tensor) else ' of dtype ' + str(input_ids.dtype)}"
+        )
+    if input_ids.numel() > 0:
+        bad = (input_ids < 0) | (input_ids >= vocab_size)
+        if bad.any():
+            where = tuple(int(i) for i in bad.nonzero()[0])
+            raise ValueError(
+                f"input_ids contains id {int(input_ids[where])} at position {where}, out of "
+                f"range for vocab_size {vocab_size} (valid ids: 0..{vocab_size - 1})"
+            )
+
+    shape, device = input_ids.shape, input_ids.device
+
+    # 1. choose the positions to predict: independently, never a special token
+    never = special_tokens_mask(input_ids, specials)  # (B, L) bool
+    probability = torch.full(shape, float(mlm_probability), device=device)  # (B, L)
+    probability.masked_fill_(never, 0.0)
+    chosen = torch.bernoulli(probability, generator=generator).bool()  # (B, L)
+    labels = input_ids.long().masked_fill(~chosen, IGNORE_INDEX)  # (B, L)
+
+    # 2. most chosen tokens become [MASK]
+    masked_input_ids = input_ids.clone()  # never write into the caller's tensor
+    to_mask = torch.full(shape, float(mask_replace_prob), device=device)
+    replaced = torch.bernoulli(to_mask, generator=generator).bool() & chosen  # (B, L)
+    masked_input_ids[replaced] = mask_token_id
+
+    if mask_replace_prob == 1 or random_replace_prob == 0:
+        return MaskedTokens(masked_input_ids, labels)  # no random draw (as transformers)
+
+    # 3. some of the rest become a random token; the remainder stays as it was.
+    # P(random | chosen, not [MASK]) = random_replace_prob / (1 - mask_replace_prob)
+    p_random = min(1.0, random_replace_prob / (1.0 - mask_replace_prob))
+    to_random = torch.full(shape, p_random, device=device)
+    randomized = torch.bernoulli(to_random, generator=generator).bool() & chosen & ~replaced
+    if random_ids_exclude_special:
+        allowed = torch.tensor(_allowed_random_ids(vocab_size, specials), device=device)
+        draws = torch.randint(len(allowed), shape, generator=generator, device=device)
+        random_ids = allowed[draws]  # (B, L) uniform over the non-special ids
+    else:
+        random_ids = torch.randint(
+            vocab_size, shape, dtype=torch.long, generator=generator, device=device
+        )  # (B, L) uniform over the whole vocabulary
+    masked_input_ids[randomized] = random_ids[randomized].to(masked_input_ids.dtype)
+    return MaskedTokens(masked_input_ids, labels)
+
+
+class MaskingSummary(NamedTuple):
+    """Counts of what happened at the chosen positions of a masked batch (see `summarize_masking`)."""
+
+    num_tokens: int
+    num_chosen: int
+    num_mask: int
+    """chosen positions that show [MASK]"""
+    num_random: int
+    """chosen positions that show another id than the original, other than [MASK]"""
+    num_kept: int
+    """chosen positions that show the original id (a random draw of the same id counts here)"""
+
+
+def summarize_masking(
+    input_ids: Tensor, masked_input_ids: Tensor, labels: Tensor, mask_token_id: int
+) -> MaskingSummary:
+    """Count [MASK] / random / kept among the chosen positions, as a reader would observe them.
+
+    A random draw can hit [MASK] itself or the original token (probability 1/V each); such
+    positions are counted by what they show, so the observed shares differ from 80/10/10 by
+    ~0.1/V. For the book's tables and sanity checks.
+    """
+    chosen = labels != IGNORE_INDEX
+    shows_mask = chosen & (masked_input_ids == mask_token_id)
+    shows_original = chosen & (masked_input_ids == input_ids) & ~shows_mask
+    shows_other = chosen & ~shows_mask & ~shows_original
+    return MaskingSummary(
+        num_tokens=input_ids.numel(),
+        num_chosen=int(chosen.sum()),
+        num_mask=int(shows_mask.sum()),
+        num_random=int(shows_other.sum()),
+        num_kept=int(shows_original.sum()),
+    )
+
+
+# --- static masking (the original release) -------------------------------------------------
+
+
+class MaskedLMPredictions(NamedTuple):
+    """What `create_masked_lm_predictions` returns; unpacks like the original's 3-tuple."""
+
+    output_tokens: list[int]
+    """the sequence the model sees, same length as the input"""
+    positions: list[int]
+    """chosen positions, sorted ascending"""
+    labels: list[int]
+    """the original ids at `positions`"""
+
+
+def num_predictions(
+    seq_len: int, masked_lm_prob: float = 0.15, max_predictions_per_seq: int = 20
+) -> int:
+    """How many positions the original release chooses in a sequence of `seq_len` tokens.
+
+    `min(max_predictions_per_seq, max(1, int(round(seq_len * masked_lm_prob))))`, with
+    `seq_len` counting [CLS] and [SEP]. Python's `round` rounds halves to *even*: length 10
+    gives round(1.5) = 2, but length 30 gives round(4.5) = 4 (not 5). At least 1, at most 20
+    (BERT's setting for length 128; 80 for length 512).
+    """
+    return min(max_predictions_per_seq, max(1, int(round(seq_len * masked_lm_prob))))
+
+
+def create_masked_lm_predictions(
+    tokens: Sequence[int],
+    *,
+    special_token_ids: Collection[int],
+    vocab_size: int,
+    mask_token_id: int,
+    masked_lm_prob: float = 0.15,
+    max_predictions_per_seq: int = 20,
+    rng: random.Random,
+    whole_word_mask: bool = False,
+    is_subword: Callable[[int], bool] | None = None,
+    vocab: Sequence[str] | None = None,
+    mask_replace_prob: float = 0.8,
+    random_replace_prob: float = 0.1,
+    random_ids_exclude_special: bool = False,
+) -> MaskedLMPredictions:
+    """Static MLM masking of one sequence: the rule of google-research/bert.
+
+    1. Candidates: every position except special tokens ([CLS], [SEP]). With
+       `whole_word_mask`, a "##" word piece joins the candidate before it, so a candidate is
+       a whole word: "em ##bed ##ding" is chosen entirely or not at all.
+    2. The candidates are shuffled with `rng`.
+    3. `n = num_predictions(len(tokens), masked_lm_prob, max_predictions_per_seq)`.
+    4. Walk the shuffled candidates, taking each whole, until `n` positions are taken; a word
+       that would overshoot `n` is skipped (so whole-word masking may take fewer than `n`,
+       never more).
+    5. For each taken position, in the order taken: `rng.random() < 0.8` -> [MASK]; otherwise
+       `rng.random() < 0.5` -> keep the original; otherwise `rng.randint(0, vocab_size - 1)`,
+       a random id from the whole vocabulary. These are the original's calls in the original's
+       order, so with the same `random.Random` state the result corresponds token for token
+       to the original's (its `vocab_words[randint(...)]` is our id).
+    6. Positions are returned sorted, with their original ids as labels.
+
+    Args:
+        tokens: the ids of `[CLS] A [SEP] B [SEP]` (ints; torch/numpy integers are converted).
+            The original works on token strings; the course works on ids (convert with
+            `tokenizer.convert_tokens_to_ids` / `convert_ids_to_tokens`).
+        special_token_ids: never chosen; the original excludes exactly [CLS] and [SEP]
+            (`(CLS_ID, SEP_ID)` from `bertcourse.config`), add [PAD] if the sequence is padded.
+        vocab_size: V, the range of random replacement ids.
+        mask_token_id: the id of [MASK].
+        masked_lm_prob, max_predictions_per_seq: see `num_predictions`.
+        rng: a `random.Random` (required, so that data creation is reproducible).
+        whole_word_mask: group "##" pieces with their word (needs `is_subword` or `vocab`).
+        is_subword: `is_subword(id)` is True for a continuation piece ("##...").
+        vocab: the vocabulary as a list of strings (index = id); `vocab[id].startswith("##")`
+            is used when `is_subword` is not given.
+        mask_replace_prob, random_replace_prob: the 80% / 10% shares; the second draw keeps
+            the original with probability `(1 - mask - random) / (1 - mask)` (0.5 by default).
+        random_ids_exclude_special: draw random ids from the non-special ids only (see
+            `mask_tokens`); default False, as the original.
+
+    Returns:
+        `MaskedLMPredictions(output_tokens, positions, labels)`, lists of ints.
+    """
+    # --- checks
+    if rng is None or not all(hasattr(rng, m) for m in ("shuffle", "random", "randint")):
+        raise TypeError(f"rng must be a random.Random (e.g. random.Random(12345)), got {rng!r}")
+    _check_vocab_size(vocab_size)
+    _check_probability("masked_lm_prob", masked_lm_prob)
+    _check_replace_probs(mask_replace_prob, random_replace_prob)
+    if (
+        isinstance(max_predictions_per_seq, bool)
+        or not isinstance(max_predictions_per_seq, int)
+        or max_predictions_per_seq < 0
+    ):
+        raise ValueError(
+            f"max_predictions_per_seq must be a non-negative integer, got {max_predictions_per_seq!r}"
+        )
+    _check_id("mask_token_id", int(mask_token_id), vocab_size)
+    specials = _special_set(special_token_ids, vocab_size)
+    token_ids = [int(t) for t in tokens]
+    for position, token_id in enumerate(token_ids):
+        if not 0 <= token_id < vocab_size:
+            raise ValueError(
+                f"token id {token_id} at position {position} is out of range for vocab_size "
+                f"{vocab_size} (valid ids: 0..{vocab_size - 1})"
+            )
+    if whole_word_mask and is_subword is None:
+        if vocab is None:
+            raise ValueError(
+                "whole_word_mask=True needs to know which ids are '##' word pieces: pass "
+                "is_subword=<callable id -> bool> or vocab=<list of token strings>"
+            )
+        if len(vocab) != vocab_size:
+            raise ValueError(f"vocab has {len(vocab)} entries but vocab_size is {vocab_size}")
+        vocab_list = list(vocab)
+
+        def is_subword(token_id: int) -> bool:
+            return vocab_list[token_id].startswith("##")
+
+    # P(keep | not [MASK]); rounded so that the defaults give exactly the original's 0.5
+    keep_if_not_mask = (
+        round((1.0 - mask_replace_prob - random_replace_prob) / (1.0 - mask_replace_prob), 12)
+        if mask_replace_prob < 1
+        else 0.0
+    )
+    allowed = _allowed_random_ids(vocab_size, specials) if random_ids_exclude_special else None
+
+    # 1. candidates: lists of positions (one position each, or a whole word)
+    candidates: list[list[int]] = []
+    for position, token_id in enumerate(token_ids):
+        if token_id in specials:
+            continue
+        if whole_word_mask and candidates and is_subword(token_id):
+            candidates[-1].append(position)  # a "##" piece belongs to the word before it
+        else:
+            candidates.append([position])
+
+    # 2.-3. shuffle; how many to take
+    rng.shuffle(candidates)
+    n = num_predictions(len(token_ids), masked_lm_prob, max_predictions_per_seq)
+
+    # 4.-5. take candidates until n positions are taken; decide what each one shows
+    output_tokens = list(token_ids)
+    taken: list[int] = []
+    for word in candidates:
+        if len(taken) >= n:
+            break
+        if len(taken) + len(word) > n:
+            continue  # this word does not fit whole: try a shorter one
+        for position in word:
+            if rng.random() < mask_replace_prob:
+                output_tokens[position] = mask_token_id  # 80%: [MASK]
+            elif rng.random() < keep_if_not_mask:
+                pass  # 10%: keep the original token
+            elif allowed is None:
+                output_tokens[position] = rng.randint(0, vocab_size - 1)  # 10%: random id
+            else:
+                output_tokens[position] = allowed[rng.randint(0, len(allowed) - 1)]
+            taken.append(position)
+
+    # 6. sorted positions and their original ids
+    positions = sorted(taken)
+    return MaskedLMPredictions(output_tokens, positions, [token_ids[p] for p in positions])
+
+
+def labels_from_positions(
+    positions: Sequence[int], labels: Sequence[int], length: int, ignore_index: int = IGNORE_INDEX
+) -> Tensor:
+    """Turn the original's (positions, labels) lists into a dense (L,) label row.
+
+    `create_masked_lm_predictions` returns the chosen positions and their ids, as the
+    original's TFRecords store them; transformers and `BertForPreTraining` want one label per
+    position, `ignore_index` where nothing is predicted. Stack rows with `torch.stack`.
+
+    Returns:
+        (length,) int64: `labels[i]` at `positions[i]`, `ignore_index` elsewhere.
+    """
+    if len(positions) != len(labels):
+        raise ValueError(
+            f"positions ({len(positions)}) and labels ({len(labels)}) must have the same length"
+        )
+    for position in positions:
+        if not 0 <= int(position) < length:
+            raise ValueError(f"position {position} is outside a sequence of length {length}")
+    if len(set(int(p) for p in positions)) != len(positions):
+        raise ValueError(f"positions contain duplicates: {list(positions)}")
+    row = torch.full((length,), ignore_index, dtype=torch.long)  # (L,)
+    if len(positions) > 0:
+        row[torch.as_tensor(list(positions), dtype=torch.long)] = torch.as_tensor(
+            list(labels), dtype=torch.long
+        )
+    return row
