@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bertcourse.config import IGNORE_INDEX, BertConfig
 from bertcourse.embeddings import BertEmbeddings
 from bertcourse.encoder import BertEncoder
 from bertcourse.heads import BertPooler, BertPreTrainingHeads
+from bertcourse.losses import gather_labelled, mlm_loss, nsp_loss
 from bertcourse.masks import check_attention_mask, extended_attention_mask
 
 
@@ -134,17 +134,17 @@ class BertForPreTraining(nn.Module):
         """
         out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions)
         h = out.last_hidden_state  # (B, L, H)
-        mlm_loss = nsp_loss = positions = targets = None
+        mlm = nsp = positions = targets = None
         if labels is None:
             prediction_logits = self.cls.predictions(h)  # (B, L, V)
         else:
             check_labels(labels, input_ids, self.config.vocab_size)
-            chosen = labels != IGNORE_INDEX  # (B, L) bool
-            positions = chosen.nonzero()  # (N, 2)
-            targets = labels[chosen]  # (N,)
-            prediction_logits = self.cls.predictions(h[chosen])  # (N, H) -> (N, V)
+            # Gather before projecting: (B, L, H) -> (N, H), then only N rows of logits.
+            h_chosen, targets = gather_labelled(h, labels)  # (N, H), (N,)
+            positions = (labels != IGNORE_INDEX).nonzero()  # (N, 2)
+            prediction_logits = self.cls.predictions(h_chosen)  # (N, V)
             # Mean over the N chosen positions; NaN when N == 0, like F.cross_entropy.
-            mlm_loss = F.cross_entropy(prediction_logits, targets)
+            mlm = mlm_loss(prediction_logits, targets)
         seq_relationship_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         if next_sentence_label is not None:
             if next_sentence_label.shape != (input_ids.shape[0],):
@@ -152,14 +152,14 @@ class BertForPreTraining(nn.Module):
                     f"next_sentence_label must have shape ({input_ids.shape[0]},), "
                     f"got {tuple(next_sentence_label.shape)}"
                 )
-            nsp_loss = F.cross_entropy(seq_relationship_logits, next_sentence_label)
-        losses = [x for x in (mlm_loss, nsp_loss) if x is not None]
+            nsp = nsp_loss(seq_relationship_logits, next_sentence_label)
+        losses = [x for x in (mlm, nsp) if x is not None]
         return BertPreTrainingOutput(
             prediction_logits=prediction_logits,
             seq_relationship_logits=seq_relationship_logits,
             loss=sum(losses) if losses else None,
-            mlm_loss=mlm_loss,
-            nsp_loss=nsp_loss,
+            mlm_loss=mlm,
+            nsp_loss=nsp,
             masked_positions=positions,
             mlm_targets=targets,
             last_hidden_state=h,
