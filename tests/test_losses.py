@@ -212,6 +212,14 @@ def test_gather_labelled_order_and_gradient():
     assert torch.equal(hidden.grad[..., 0], (labels != IGNORE_INDEX).float())
 
 
+def test_gather_labelled_custom_ignore_index():
+    hidden = torch.arange(2 * 3 * 2, dtype=torch.float32).reshape(2, 3, 2)
+    labels = torch.tensor([[0, 7, -100], [3, 0, 0]])  # here 0 means "not predicted"
+    gathered, targets = gather_labelled(hidden, labels, ignore_index=0)
+    assert targets.tolist() == [7, -100, 3]
+    assert torch.equal(gathered, torch.stack([hidden[0, 1], hidden[0, 2], hidden[1, 0]]))
+
+
 def test_gather_labelled_shape_errors():
     with pytest.raises(ValueError, match=r"labels shape \(3, 6\) does not match"):
         gather_labelled(torch.randn(3, 7, 4), torch.zeros(3, 6, dtype=torch.long))
