@@ -68,20 +68,21 @@ def gather_labelled(
     """
     if hidden_states.dim() < 2:
         raise ValueError(
-            f"hidden_states must have shape (B, L, H) (at least 2 dims), got {tuple(hidden_states.shape)}"
+            "hidden_states must have shape (B, L, H) (at least 2 dims), "
+            f"got {tuple(hidden_states.shape)}"
         )
     if labels.shape != hidden_states.shape[:-1]:
         raise ValueError(
             f"labels shape {tuple(labels.shape)} does not match hidden_states shape "
-            f"{tuple(hidden_states.shape)}: expected labels of shape {tuple(hidden_states.shape[:-1])} "
-            f"(one label per position)"
+            f"{tuple(hidden_states.shape)}: expected labels of shape "
+            f"{tuple(hidden_states.shape[:-1])} (one label per position)"
         )
     keep = labels != ignore_index  # (B, L) bool
     return LabelledPositions(hidden_states[keep], labels[keep])  # (N, H), (N,)
 
 
 def _check_logits_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
-    """Raise a clear error for the mistakes `F.cross_entropy` reports cryptically (or not at all)."""
+    """Raise a clear error for mistakes `F.cross_entropy` reports cryptically (or not at all)."""
     if not torch.is_floating_point(logits):
         raise TypeError(f"logits must be a floating-point tensor, got dtype {logits.dtype}")
     if torch.is_floating_point(targets) or targets.dtype == torch.bool:

@@ -1,4 +1,4 @@
-"""Masked-language-model sampling: which tokens BERT must predict, and what it sees there (chapter 3).
+"""Masked-LM sampling: which tokens BERT must predict, and what it sees there (chapter 3).
 
 BERT learns by filling in blanks. Some positions are *chosen* (15% by default); the model must
 predict the original token there, and nowhere else (label `IGNORE_INDEX` = -100). What the
@@ -167,9 +167,14 @@ def mask_tokens(
         _check_id("pad_token_id", int(pad_token_id), vocab_size)
     specials = _special_set(special_token_ids, vocab_size, pad_token_id)
     if not isinstance(input_ids, Tensor) or torch.is_floating_point(input_ids):
+        got = (
+            f"a tensor of dtype {input_ids.dtype}"
+            if isinstance(input_ids, Tensor)
+            else type(input_ids)
+        )
         raise TypeError(
-            "input_ids must be an integer torch.Tensor of token ids, got "
-            f"{type(input_ids).__name__}{'' if not isinstance(input_ids, Tensor) else ' of dtype ' + str(input_ids.dtype)}"
+            f"input_ids must be an integer torch.Tensor of token ids, got {got} "
+            "(use torch.tensor(ids, dtype=torch.long))"
         )
     if input_ids.numel() > 0:
         bad = (input_ids < 0) | (input_ids >= vocab_size)
@@ -216,7 +221,7 @@ def mask_tokens(
 
 
 class MaskingSummary(NamedTuple):
-    """Counts of what happened at the chosen positions of a masked batch (see `summarize_masking`)."""
+    """What the chosen positions of a masked batch show (see `summarize_masking`)."""
 
     num_tokens: int
     num_chosen: int
@@ -344,7 +349,8 @@ def create_masked_lm_predictions(
         or max_predictions_per_seq < 0
     ):
         raise ValueError(
-            f"max_predictions_per_seq must be a non-negative integer, got {max_predictions_per_seq!r}"
+            "max_predictions_per_seq must be a non-negative integer, "
+            f"got {max_predictions_per_seq!r}"
         )
     _check_id("mask_token_id", int(mask_token_id), vocab_size)
     specials = _special_set(special_token_ids, vocab_size)
