@@ -402,3 +402,26 @@ def test_clip_grad_norm_is_torchs():
     p.grad = torch.tensor([3.0, 4.0])
     clip_grad_norm_([p], MAX_GRAD_NORM)
     assert p.grad.norm().item() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_bert_for_pretraining_steps_match_torch_adamw():
+    from bertcourse import BertConfig, BertForPreTraining
+
+    torch.manual_seed(0)
+    a = BertForPreTraining(BertConfig.tiny()).eval()  # eval: no dropout, same gradients
+    b = BertForPreTraining(BertConfig.tiny()).eval()
+    b.load_state_dict(a.state_dict())
+    ours = AdamW(bert_param_groups(a, 0.01), lr=1e-3)
+    ref = torch.optim.AdamW(bert_param_groups(b, 0.01), lr=1e-3)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        ids = torch.randint(5, 1000, (2, 12), generator=g)
+        labels = torch.where(torch.rand(2, 12, generator=g) < 0.3, ids, -100)
+        nsp = torch.tensor([0, 1])
+        for model, opt in ((a, ours), (b, ref)):
+            opt.zero_grad()
+            model(ids, labels=labels, next_sentence_label=nsp).loss.backward()
+            clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
+            opt.step()
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-5, msg=name)
