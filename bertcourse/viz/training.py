@@ -227,11 +227,12 @@ def plot_pair_scores(
         pos, neg = _np(pos), _np(neg)
         both = np.concatenate([pos, neg])
         bins = np.linspace(both.min(), both.max() + 1e-9, 30)
-        ax.hist(pos, bins=bins, alpha=0.6, color=_BLUE, label=names[0])
-        ax.hist(neg, bins=bins, alpha=0.6, color=_ORANGE, label=names[1])
+        ax.hist(pos, bins=bins, alpha=0.45, color=_BLUE, label=names[0])
+        ax.hist(neg, bins=bins, histtype="step", lw=1.8, color=_ORANGE, label=names[1])
+        ax.set_yscale("log")
         ax.set_title(task)
         ax.set_xlabel(xlabel)
-    axes[0].set_ylabel("pairs")
+    axes[0].set_ylabel("pairs (log scale)")
     axes[0].legend(frameon=False, fontsize=8)
     fig.tight_layout()
     return fig
@@ -256,14 +257,15 @@ def plot_baseline_accuracy(
     fig, ax = plt.subplots(figsize=(6.4, 0.55 * len(names) + 1.2))
     y = np.arange(len(names))
     ax.barh(y, acc, xerr=err, color=[_CYCLE[i % len(_CYCLE)] for i in range(len(names))], alpha=0.8)
-    for yi, a in zip(y, acc):
-        ax.text(a + 0.01, yi, f"{a:.1%}", va="center", fontsize=8)
+    for i, (yi, a) in enumerate(zip(y, acc)):
+        right = a + (0.0 if err is None else err[i])
+        ax.text(right + 0.015, yi, f"{a:.1%}", va="center", fontsize=8)
     ax.axvline(chance, color="black", ls="--", lw=1, label=f"chance ({chance:.0%})")
     ax.set_yticks(y, names, fontsize=8)
-    ax.set_xlim(0, 1.08)
+    ax.set_xlim(0, 1.0)
     ax.set_xlabel("accuracy")
-    ax.set_title(title, fontsize=10)
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    ax.set_title(title, fontsize=9)
+    ax.legend(frameon=False, fontsize=8, loc="upper right", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
 
