@@ -1,0 +1,63 @@
+"""nbgrader configuration of the bertcourse exercises (read by every `nbgrader` command run here).
+
+Layout (all paths relative to this file's folder, the course root):
+
+    solutions/<assignment>/<notebook>.ipynb   instructor versions: solutions + hidden tests
+    exercises/<assignment>/<notebook>.ipynb   student versions, made by `nbgrader generate_assignment`
+    .grading/                                 everything about students (git ignores it):
+        submitted/<student>/<assignment>/       submissions (from `nbgrader zip_collect` or collect)
+        autograded/  feedback/                  autograde and generate_feedback output
+        downloaded/<assignment>/archive/        LMS zip files for `nbgrader zip_collect`
+        gradebook.db                            the SQLite gradebook
+        solution/  source_with_tests/           output of generate_solution / generate_source_with_tests
+
+nbgrader joins `CourseDirectory.root` with `directory_structure`
+("{nbgrader_step}/{student_id}/{assignment_id}"), where `nbgrader_step` is one of the
+`*_directory` names below, so a step name may contain a "/" (".grading/submitted").
+"""
+
+import os
+
+c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
+
+COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
+GRADING_DIR = ".grading"
+
+c.CourseDirectory.course_id = "bertcourse"
+# The course root is this folder wherever nbgrader is started from (default: the current folder).
+c.CourseDirectory.root = COURSE_ROOT
+
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "exercises"
+c.CourseDirectory.submitted_directory = f"{GRADING_DIR}/submitted"
+c.CourseDirectory.autograded_directory = f"{GRADING_DIR}/autograded"
+c.CourseDirectory.feedback_directory = f"{GRADING_DIR}/feedback"
+# generate_solution writes here (a separate trait from source_directory, default "solution")
+c.CourseDirectory.solution_directory = f"{GRADING_DIR}/solution"
+c.CourseDirectory.source_with_tests_directory = f"{GRADING_DIR}/source_with_tests"
+
+# The gradebook lives with the student data. SQLite cannot create a missing folder.
+os.makedirs(os.path.join(COURSE_ROOT, GRADING_DIR), exist_ok=True)
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(COURSE_ROOT, GRADING_DIR, "gradebook.db")
+
+# `nbgrader zip_collect <assignment>` reads the LMS download from
+# .grading/downloaded/<assignment>/archive/ (zip files or loose notebooks) and extracts it to
+# .grading/downloaded/<assignment>/extracted/. File names like
+#     <student_id>_<anything>_<notebook>.ipynb   e.g. alice_12345_67890_attention.ipynb
+# (Canvas "submissions.zip" style; Canvas adds "late_" and numeric ids) give the student id and
+# the notebook. For another LMS, change this regular expression (it sees the full path).
+c.ZipCollectApp.downloaded_directory = f"{GRADING_DIR}/downloaded"
+c.FileNameCollectorPlugin.named_regexp = (
+    r".*/(?P<student_id>[A-Za-z0-9.\-]+)_(?:late_)?(?:[0-9]+_)*(?P<file_id>[A-Za-z][\w\-]*\.ipynb)$"
+)
+
+# Autograding. Each cell may run this long (every cell is designed to take < 30 s on a laptop
+# CPU; the margin is for slow machines and loop-based answers). A timed-out cell scores 0.
+c.Execute.timeout = 60
+# A test cell that writes to stderr counts as failed in nbgrader. PyTorch and NumPy warnings go
+# to stderr ("...: UserWarning: ..."), so remove stderr outputs that are Python warnings before
+# grading: correct code that triggers a deprecation warning keeps its points. Errors are not
+# stderr streams, so failing tests still fail. (`nbgrader validate` does not run this
+# preprocessor; the test helpers in bertcourse.grading silence warnings themselves.)
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"\w*Warning: "

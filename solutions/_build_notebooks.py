@@ -1,0 +1,187 @@
+"""Build the instructor notebooks solutions/chNN_<topic>/<topic>.ipynb from their text sources.
+
+The sources are solutions/_src/chNN_<topic>.py, in the "percent" format (as jupytext), one
+cell per `# %%` marker, with the cell's nbgrader role in brackets:
+
+    # %% [markdown]                      read-only text (lines start with "# ")
+    # %% [code]                          read-only code the learner runs (imports, data)
+    # %% [solution] id=sdpa              the learner's answer: nbgrader "autograded answer";
+                                         the code between ### BEGIN SOLUTION / ### END SOLUTION
+                                         is replaced by `raise NotImplementedError()` in the release
+    # %% [tests] id=sdpa_tests points=3  nbgrader "autograder tests", read-only; the lines between
+                                         ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS are removed
+                                         from the release and restored when grading
+    # %% [scratch]                       a free code cell for the learner (not graded)
+
+Usage (from the repository root):
+
+    python solutions/_build_notebooks.py            # write the .ipynb files
+    python solutions/_build_notebooks.py --release  # ... and regenerate exercises/ with nbgrader
+    python solutions/_build_notebooks.py --check    # exit 1 if a notebook is out of date
+
+Edit the sources, not the notebooks: tests/test_exercises.py fails when a notebook differs
+from what its source builds, or when exercises/ differs from what nbgrader generates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE / "_src"
+ROOT = HERE.parent
+
+MARKER = re.compile(r"^# %% \[(markdown|code|solution|tests|scratch)\](.*)$")
+KINDS = ("markdown", "code", "solution", "tests", "scratch")
+
+
+def assignment_names() -> list[str]:
+    """The assignments, from the source files: ch01_attention, ch02_masks, ..."""
+    return sorted(p.stem for p in SRC.glob("ch[0-9][0-9]_*.py"))
+
+
+def notebook_path(assignment: str) -> Path:
+    """solutions/ch01_attention/attention.ipynb for "ch01_attention"."""
+    topic = assignment.split("_", 1)[1]
+    return HERE / assignment / f"{topic}.ipynb"
+
+
+def _parse_options(text: str, where: str) -> dict[str, str]:
+    options = {}
+    for item in text.split():
+        if "=" not in item:
+            raise ValueError(f"{where}: expected key=value in the cell marker, got {item!r}")
+        key, value = item.split("=", 1)
+        options[key] = value
+    return options
+
+
+def parse_source(path: Path) -> list[dict]:
+    """The cells of a source file: dicts with kind, options, and source text."""
+    cells: list[dict] = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        match = MARKER.match(line)
+        if match:
+            where = f"{path.name}:{number}"
+            cells.append(
+                {
+                    "kind": match.group(1),
+                    "options": _parse_options(match.group(2), where),
+                    "lines": [],
+                    "where": where,
+                }
+            )
+        elif cells:
+            cells[-1]["lines"].append(line)
+        elif line.strip() and not line.startswith("#"):
+            raise ValueError(f"{path.name}:{number}: text before the first '# %%' cell marker")
+    for cell in cells:
+        lines = cell.pop("lines")
+        while lines and not lines[-1].strip():
+            lines.pop()
+        if cell["kind"] == "markdown":
+            lines = [_uncomment(line, cell["where"]) for line in lines]
+        cell["source"] = "\n".join(lines).strip("\n")
+    return cells
+
+
+def _uncomment(line: str, where: str) -> str:
+    if line == "#":
+        return ""
+    if line.startswith("# "):
+        return line[2:]
+    if not line.strip():
+        return ""
+    raise ValueError(f"{where}: markdown lines must start with '# ', got {line!r}")
+
+
+def build_notebook(assignment: str) -> nbformat.NotebookNode:
+    """The nbgrader notebook of one assignment, with ids and metadata set for every cell."""
+    cells = parse_source(SRC / f"{assignment}.py")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    seen: set[str] = set()
+    counters = {kind: 0 for kind in KINDS}
+    for cell in cells:
+        kind, options = cell["kind"], cell["options"]
+        counters[kind] += 1
+        grade_id = options.get("id") or f"{kind}-{counters[kind]:02d}"
+        if kind in ("solution", "tests") and "id" not in options:
+            raise ValueError(f"{cell['where']}: a [{kind}] cell needs id=<grade id>")
+        if grade_id in seen:
+            raise ValueError(f"{cell['where']}: duplicate cell id {grade_id!r}")
+        seen.add(grade_id)
+        source = cell["source"]
+        meta = {
+            "grade": kind == "tests",
+            "grade_id": grade_id,
+            "locked": kind in ("markdown", "code", "tests"),
+            "schema_version": 3,
+            "solution": kind == "solution",
+            "task": False,
+        }
+        if kind == "tests":
+            meta["points"] = int(options["points"])
+            if "### BEGIN HIDDEN TESTS" not in source:
+                raise ValueError(f"{cell['where']}: a [tests] cell needs hidden tests")
+        if kind == "solution" and "### BEGIN SOLUTION" not in source:
+            raise ValueError(f"{cell['where']}: a [solution] cell needs ### BEGIN SOLUTION")
+        if kind == "markdown":
+            new = nbformat.v4.new_markdown_cell(source)
+        else:
+            new = nbformat.v4.new_code_cell(source)
+        new.id = grade_id
+        if kind != "scratch":
+            new.metadata["nbgrader"] = meta
+        nb.cells.append(new)
+    nbformat.validate(nb)
+    return nb
+
+
+def render(nb: nbformat.NotebookNode) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only check, write nothing")
+    parser.add_argument("--release", action="store_true", help="then run nbgrader generate_assignment")
+    parser.add_argument("assignments", nargs="*", help="default: all")
+    args = parser.parse_args(argv)
+    names = args.assignments or assignment_names()
+    stale = []
+    for name in names:
+        path = notebook_path(name)
+        text = render(build_notebook(name))
+        if path.exists() and path.read_text() == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
+    if args.check:
+        for path in stale:
+            print(f"out of date: {path.relative_to(ROOT)}")
+        return 1 if stale else 0
+    if args.release:
+        for name in names:
+            subprocess.run(
+                [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force"],
+                cwd=ROOT,
+                check=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+# ruff: noqa
+# Wrong and alternative answers for the cells of solutions/ch01_attention (tests/test_exercises.py).
+# "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
+# "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+
+# %% wrong sdpa: no 1/sqrt(d_k) scaling
+def scaled_dot_product_attention(q, k, v, bias=None):
+    scores = q @ k.transpose(-2, -1)
+    if bias is not None:
+        scores = scores + bias
+    probs = torch.softmax(scores, dim=-1)
+    return probs @ v, probs
+
+# %% wrong sdpa: softmax over the queries (dim=-2)
+def scaled_dot_product_attention(q, k, v, bias=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    probs = torch.softmax(scores, dim=-2)
+    return probs @ v, probs
+
+# %% wrong sdpa: divides by d_k instead of sqrt(d_k)
+def scaled_dot_product_attention(q, k, v, bias=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1]
+    if bias is not None:
+        scores = scores + bias
+    probs = torch.softmax(scores, dim=-1)
+    return probs @ v, probs
+
+# %% wrong sdpa: calls PyTorch's fused attention (forbidden)
+import torch.nn.functional as F
+
+
+def scaled_dot_product_attention(q, k, v, bias=None):
+    context = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    return context, torch.softmax(scores, dim=-1)
+
+# %% wrong split_heads: one view, no transpose (heads cut across tokens)
+def split_heads(x, num_heads):
+    B, L, H = x.shape
+    return x.view(B, num_heads, L, H // num_heads)
+
+# %% wrong split_heads: heads interleaved (dimension a, a+A, a+2A, ... in head a)
+def split_heads(x, num_heads):
+    B, L, H = x.shape
+    return x.view(B, L, H // num_heads, num_heads).permute(0, 3, 1, 2)
+
+# %% wrong merge_heads: reshape without moving the heads back
+def merge_heads(x):
+    B, A, L, D = x.shape
+    return x.reshape(B, L, A * D)
+
+# %% wrong merge_heads: concatenates D-major (x[..., d, a] order)
+def merge_heads(x):
+    B, A, L, D = x.shape
+    return x.permute(0, 2, 3, 1).reshape(B, L, A * D)
+
+# %% wrong self_attention: scales by sqrt(H), the hidden size, instead of the head size
+def self_attention(module, hidden_states, bias=None):
+    A = module.num_heads
+    q = split_heads(module.query(hidden_states), A)
+    k = split_heads(module.key(hidden_states), A)
+    v = split_heads(module.value(hidden_states), A)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(hidden_states.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    return merge_heads(torch.softmax(scores, dim=-1) @ v)
+
+# %% wrong self_attention: the values come from the key projection
+def self_attention(module, hidden_states, bias=None):
+    A = module.num_heads
+    q = split_heads(module.query(hidden_states), A)
+    k = split_heads(module.key(hidden_states), A)
+    v = split_heads(module.key(hidden_states), A)
+    return merge_heads(scaled_dot_product_attention(q, k, v, bias)[0])
+
+# %% wrong self_attention: one head over the whole hidden vector
+def self_attention(module, hidden_states, bias=None):
+    q, k, v = module.query(hidden_states), module.key(hidden_states), module.value(hidden_states)
+    if bias is not None:
+        bias = bias[:, 0]  # (B, 1, L)
+    return scaled_dot_product_attention(q, k, v, bias)[0]
+
+# %% wrong self_attention: calls the module itself (forbidden)
+def self_attention(module, hidden_states, bias=None):
+    return module(hidden_states, bias)[0]
+
+# %% alternative sdpa: einsum, and masked scores added in place
+def scaled_dot_product_attention(q, k, v, bias=None):
+    scores = torch.einsum("...id,...jd->...ij", q, k) * q.shape[-1] ** -0.5
+    if bias is not None:
+        scores += bias
+    probs = scores.softmax(-1)
+    return torch.einsum("...ij,...jd->...id", probs, v), probs
+
+# %% alternative split_heads: reshape + permute
+def split_heads(x, num_heads):
+    B, L, H = x.shape
+    return x.reshape(B, L, num_heads, -1).permute(0, 2, 1, 3)
+
+# %% alternative merge_heads: concatenate the heads with torch.cat
+def merge_heads(x):
+    return torch.cat([x[:, a] for a in range(x.shape[1])], dim=-1)
+
+# %% alternative self_attention: a Python loop over the heads, explicit weights
+def self_attention(module, hidden_states, bias=None):
+    H = hidden_states.shape[-1]
+    D = H // module.num_heads
+    q = hidden_states @ module.query.weight.T + module.query.bias
+    k = hidden_states @ module.key.weight.T + module.key.bias
+    v = hidden_states @ module.value.weight.T + module.value.bias
+    heads = []
+    for a in range(module.num_heads):
+        s = slice(a * D, (a + 1) * D)
+        scores = q[..., s] @ k[..., s].transpose(1, 2) / D**0.5  # (B, L, L)
+        if bias is not None:
+            scores = scores + bias[:, 0]
+        heads.append(torch.softmax(scores, dim=-1) @ v[..., s])
+    return torch.cat(heads, dim=-1)

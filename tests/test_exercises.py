@@ -1,0 +1,392 @@
+"""The exercises pipeline: solutions -> nbgrader release -> simulated students -> grades.
+
+Answers come from the instructor's solution (solutions/), and from
+tests/exercise_answers/<assignment>.py: realistic wrong answers (each must lose exactly the
+points of its part) and correct answers written differently (einsum, loops: full marks).
+
+Two levels, for every assignment:
+
+- `test_answers_in_process`: every answer variant on its own, its notebook's cells executed in
+  this process (as the kernel would, hidden tests included), in milliseconds: the solution and
+  the alternatives pass every test cell, the untouched release fails every one, and each wrong
+  answer fails exactly the test cell of its part.
+- `test_assignment_grades`: the real thing, in a temporary copy of the course
+  (nbgrader_config.py + solutions/): `nbgrader generate_assignment` (the release must equal the
+  committed exercises/), students made from the release notebook as a learner fills it in,
+  `nbgrader zip_collect` of an LMS-style zip for two of them ("alice": the solution, "bob": the
+  untouched release), ONE `nbgrader autograde` for all (nbgrader grades one notebook after the
+  other; one command saves its ~2 s start-up per student), `generate_feedback`, `export` to CSV.
+  Scores per test cell come from the gradebook, totals from the CSV. To keep CI time down, the
+  wrong answers are grouped: round r gives the r-th wrong answer of every other part to one
+  student ("wrongR-a": parts 1, 3, ...; "wrongR-b": parts 2, 4, ...), so each student's
+  right parts show that its wrong answers cost nothing elsewhere.
+
+Assignments are separate tests so that pytest-xdist runs them in parallel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ANSWERS = Path(__file__).resolve().parent / "exercise_answers"
+COURSE_ID = "bertcourse"
+
+
+def _load_builder():
+    spec = importlib.util.spec_from_file_location(
+        "_build_notebooks", ROOT / "solutions" / "_build_notebooks.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+builder = _load_builder()
+ASSIGNMENTS = builder.assignment_names()
+
+BLOCK = re.compile(r"^# %% (wrong|alternative) ([\w-]+): (.+)$")
+SOLUTION_LINE = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+
+
+# --- answers --------------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    kind: str  # "wrong" or "alternative"
+    grade_id: str  # the answer cell it replaces
+    label: str
+    source: str
+
+
+def load_answers(assignment: str) -> list[Answer]:
+    """The blocks of tests/exercise_answers/<assignment>.py."""
+    path = ANSWERS / f"{assignment}.py"
+    answers: list[Answer] = []
+    lines: list[str] = []
+    for line in path.read_text().splitlines():
+        match = BLOCK.match(line)
+        if match:
+            lines = []
+            answers.append(Answer(match.group(1), match.group(2), match.group(3), ""))
+        elif answers:
+            lines.append(line)
+            answers[-1].source = "\n".join(lines).strip("\n")
+    return answers
+
+
+def solution_answers(solution_nb: nbformat.NotebookNode) -> dict[str, str]:
+    """grade id -> the instructor's answer, without the BEGIN/END SOLUTION lines."""
+    out = {}
+    for cell in solution_nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            lines = [x for x in cell.source.splitlines() if not SOLUTION_LINE.match(x)]
+            out[meta["grade_id"]] = "\n".join(lines)
+    return out
+
+
+def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """A copy of the release notebook with the given answer cells filled in."""
+    nb = nbformat.from_dict(json.loads(json.dumps(release_nb)))
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
+            cell.source = answers[grade_id]
+    return nb
+
+
+# --- the course copy ------------------------------------------------------------------------
+
+
+def nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"nbgrader {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+        )
+    return result
+
+
+def make_course(tmp_path: Path, assignment: str) -> Path:
+    """A course root with the config and this assignment's source only."""
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(ROOT / "solutions" / assignment, course / "solutions" / assignment)
+    return course
+
+
+def notebook_fingerprint(nb: nbformat.NotebookNode) -> list[tuple]:
+    """What must agree between two releases: cell types, sources and nbgrader metadata."""
+    return [
+        (c.cell_type, c.source, json.dumps(c.metadata.get("nbgrader", {}), sort_keys=True))
+        for c in nb.cells
+    ]
+
+
+def cell_scores(course: Path, assignment: str, notebook: str) -> dict[str, dict[str, float]]:
+    """student -> {test cell grade id -> auto score}, from the course's gradebook."""
+    from nbgrader.api import Gradebook
+
+    scores: dict[str, dict[str, float]] = {}
+    with Gradebook(f"sqlite:///{course / '.grading' / 'gradebook.db'}", COURSE_ID) as gb:
+        for submission in gb.assignment_submissions(assignment):
+            nb = gb.find_submission_notebook(notebook, assignment, submission.student_id)
+            scores[submission.student_id] = {g.name: g.auto_score for g in nb.grades}
+    return scores
+
+
+def run_in_process(
+    source_nb: nbformat.NotebookNode, answers: dict[str, str]
+) -> dict[str, str | None]:
+    """Execute the source notebook (hidden tests included) with `answers` in its answer cells.
+
+    Returns test cell id -> None when it passed, else the error. Cells run in one namespace,
+    in order, as in a kernel; an error in one cell does not stop the next (as nbgrader).
+    """
+    namespace: dict = {"__name__": "__main__"}
+    results: dict[str, str | None] = {}
+    for cell in source_nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        source = (
+            answers.get(meta.get("grade_id"), cell.source) if meta.get("solution") else cell.source
+        )
+        error = None
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(source, f"<cell {meta.get('grade_id')}>", "exec"), namespace)
+        except BaseException as e:  # noqa: BLE001 - a cell may raise anything, as in a kernel
+            error = f"{type(e).__name__}: {str(e)[:300]}"
+        if meta.get("grade"):
+            results[meta["grade_id"]] = error
+    return results
+
+
+def release_answers(release_nb: nbformat.NotebookNode) -> dict[str, str]:
+    """grade id -> the release's answer cell (`raise NotImplementedError()`)."""
+    return {
+        c.metadata.nbgrader["grade_id"]: c.source
+        for c in release_nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+
+
+@dataclass
+class Student:
+    id: str
+    answers: dict[str, str]
+    expected_zero: set[str] = field(default_factory=set)  # test cells that must score 0
+    all_zero: bool = False
+    via_zip: bool = False
+    why: str = ""
+
+
+# --- tests ----------------------------------------------------------------------------------
+
+
+def test_solution_notebooks_match_their_sources():
+    """solutions/chNN_*/<topic>.ipynb is what solutions/_src/chNN_*.py builds."""
+    assert len(ASSIGNMENTS) == 7, ASSIGNMENTS
+    stale = [
+        name
+        for name in ASSIGNMENTS
+        if builder.notebook_path(name).read_text() != builder.render(builder.build_notebook(name))
+    ]
+    assert not stale, f"rebuild with `python solutions/_build_notebooks.py --release`: {stale}"
+
+
+def test_assignments_are_well_formed():
+    """3-6 graded parts each; every answer cell has a test cell <id>_tests and answers to test it."""
+    for name in ASSIGNMENTS:
+        nb = builder.build_notebook(name)
+        metas = [c.metadata["nbgrader"] for c in nb.cells if "nbgrader" in c.metadata]
+        solutions = [m["grade_id"] for m in metas if m["solution"]]
+        tests = {m["grade_id"]: m["points"] for m in metas if m["grade"]}
+        assert 3 <= len(tests) <= 6, (name, tests)
+        assert set(tests) == {f"{s}_tests" for s in solutions}, (name, solutions, tests)
+        answers = load_answers(name)
+        for grade_id in solutions:
+            wrong = [a for a in answers if a.kind == "wrong" and a.grade_id == grade_id]
+            assert len(wrong) >= 2, f"{name}: part {grade_id} needs at least two wrong answers"
+        assert any(a.kind == "alternative" for a in answers), name
+        for answer in answers:
+            assert answer.grade_id in solutions, (name, answer.grade_id)
+            compile(answer.source, f"{name}:{answer.label}", "exec")  # no accidental syntax errors
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_answers_in_process(assignment):
+    """Each answer variant alone: exactly the expected test cells fail."""
+    source = nbformat.read(builder.notebook_path(assignment), as_version=4)
+    release = nbformat.read(
+        ROOT / "exercises" / assignment / builder.notebook_path(assignment).name, as_version=4
+    )
+    correct = solution_answers(source)
+    problems = []
+
+    results = run_in_process(source, correct)
+    failed = {k: v for k, v in results.items() if v is not None}
+    if failed:
+        problems.append(f"the solution fails: {failed}")
+    results = run_in_process(source, release_answers(release))
+    passed = [k for k, v in results.items() if v is None]
+    if passed:
+        problems.append(f"the untouched release passes {passed}")
+    for answer in load_answers(assignment):
+        results = run_in_process(source, {**correct, answer.grade_id: answer.source})
+        failed = {k for k, v in results.items() if v is not None}
+        expected = {f"{answer.grade_id}_tests"} if answer.kind == "wrong" else set()
+        if failed != expected:
+            details = {k: results[k] for k in failed}
+            problems.append(
+                f"{answer.kind} {answer.grade_id} ({answer.label}): expected to fail {expected or 'nothing'}, failed {details or 'nothing'}"
+            )
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_assignment_grades(tmp_path, assignment):
+    """The instructor chain with nbgrader on simulated students; scores per test cell and CSV."""
+    course = make_course(tmp_path, assignment)
+    notebook = builder.notebook_path(assignment).stem
+    problems: list[str] = []
+    timings: dict[str, float] = {}
+
+    # 1. release, and compare it with the committed student version
+    start = time.perf_counter()
+    nbgrader(course, "generate_assignment", assignment)
+    timings["generate_assignment"] = time.perf_counter() - start
+    release = nbformat.read(course / "exercises" / assignment / f"{notebook}.ipynb", as_version=4)
+    committed = ROOT / "exercises" / assignment / f"{notebook}.ipynb"
+    if not committed.exists() or notebook_fingerprint(
+        nbformat.read(committed, as_version=4)
+    ) != notebook_fingerprint(release):
+        problems.append(
+            f"exercises/{assignment} is out of date with solutions/: run "
+            f"`python solutions/_build_notebooks.py --release {assignment}` and commit exercises/"
+        )
+
+    # 2. the students
+    solution = nbformat.read(course / "solutions" / assignment / f"{notebook}.ipynb", as_version=4)
+    correct = solution_answers(solution)
+    points = {
+        c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"]
+        for c in solution.cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+    }
+    parts = list(correct)  # answer cells in notebook order
+    answers = load_answers(assignment)
+    students = [
+        Student("alice", correct, via_zip=True, why="the solution"),
+        Student("bob", {}, all_zero=True, via_zip=True, why="the untouched release"),
+    ]
+    for kind in ("wrong", "alternative"):
+        by_part = {p: [a for a in answers if a.kind == kind and a.grade_id == p] for p in parts}
+        for r in range(max(len(v) for v in by_part.values())):
+            groups = [parts[0::2], parts[1::2]] if kind == "wrong" else [parts]
+            for name, group in zip("ab", groups):
+                chosen = {p: by_part[p][r] for p in group if r < len(by_part[p])}
+                if not chosen:
+                    continue
+                students.append(
+                    Student(
+                        f"{kind}{r}-{name}" if kind == "wrong" else f"{kind}{r}",
+                        {**correct, **{p: a.source for p, a in chosen.items()}},
+                        expected_zero={f"{p}_tests" for p in chosen} if kind == "wrong" else set(),
+                        why="; ".join(f"{kind} {p}: {a.label}" for p, a in chosen.items()),
+                    )
+                )
+
+    downloaded = course / ".grading" / "downloaded" / assignment / "archive"
+    downloaded.mkdir(parents=True)
+    with zipfile.ZipFile(downloaded / "submissions.zip", "w") as zf:
+        for number, student in enumerate(s for s in students if s.via_zip):
+            nb = fill(release, student.answers)
+            zf.writestr(
+                f"{student.id}_{1000 + number}_{5000 + number}_{notebook}.ipynb",
+                nbformat.writes(nb),
+            )
+    for student in students:
+        if not student.via_zip:
+            folder = course / ".grading" / "submitted" / student.id / assignment
+            folder.mkdir(parents=True)
+            nbformat.write(fill(release, student.answers), folder / f"{notebook}.ipynb")
+
+    # 3. the instructor chain
+    def step(name: str, *args: str) -> None:
+        start = time.perf_counter()
+        nbgrader(course, *args)
+        timings[name] = time.perf_counter() - start
+
+    step("zip_collect", "zip_collect", assignment)
+    for student in students:
+        if student.via_zip:
+            assert (
+                course / ".grading" / "submitted" / student.id / assignment / f"{notebook}.ipynb"
+            ).exists(), student.id
+    step("autograde", "autograde", assignment)
+    step("generate_feedback", "generate_feedback", assignment)
+    csv_path = course / "grades.csv"
+    step("export", "export", "--to", str(csv_path))
+
+    scores = cell_scores(course, assignment, notebook)
+    total = float(sum(points.values()))
+    with csv_path.open() as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+    for student in students:
+        got = scores.get(student.id)
+        if got is None:
+            problems.append(f"{student.id} ({student.why}): not graded")
+            continue
+        expected = {
+            g: (0.0 if student.all_zero or g in student.expected_zero else float(p))
+            for g, p in points.items()
+        }
+        got_tests = {g: got.get(g) for g in points}
+        if got_tests != expected:
+            problems.append(f"{student.id} ({student.why}): expected {expected}, got {got_tests}")
+        row = rows.get(student.id)
+        if (
+            row is None
+            or row["assignment"] != assignment
+            or float(row["max_score"]) != total
+            or float(row["score"]) != sum(expected.values())
+        ):
+            problems.append(
+                f"{student.id}: CSV row {row} does not match the expected {sum(expected.values())} of {total}"
+            )
+        feedback = course / ".grading" / "feedback" / student.id / assignment / f"{notebook}.html"
+        if not feedback.exists():
+            problems.append(f"{student.id}: no feedback file {feedback.relative_to(course)}")
+    print(
+        f"\n{assignment}: {len(students)} students, autograde {timings['autograde'] / len(students):.2f} s per notebook; "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
+    )
+    assert not problems, "\n".join(problems)
