@@ -11,6 +11,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
     probs = torch.softmax(scores, dim=-1)
     return probs @ v, probs
 
+
 # %% wrong sdpa: softmax over the queries (dim=-2)
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -19,6 +20,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
     probs = torch.softmax(scores, dim=-2)
     return probs @ v, probs
 
+
 # %% wrong sdpa: divides by d_k instead of sqrt(d_k)
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q @ k.transpose(-2, -1) / q.shape[-1]
@@ -26,6 +28,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
         scores = scores + bias
     probs = torch.softmax(scores, dim=-1)
     return probs @ v, probs
+
 
 # %% wrong sdpa: calls PyTorch's fused attention (forbidden)
 import torch.nn.functional as F
@@ -38,25 +41,30 @@ def scaled_dot_product_attention(q, k, v, bias=None):
         scores = scores + bias
     return context, torch.softmax(scores, dim=-1)
 
+
 # %% wrong split_heads: one view, no transpose (heads cut across tokens)
 def split_heads(x, num_heads):
     B, L, H = x.shape
     return x.view(B, num_heads, L, H // num_heads)
+
 
 # %% wrong split_heads: heads interleaved (dimension a, a+A, a+2A, ... in head a)
 def split_heads(x, num_heads):
     B, L, H = x.shape
     return x.view(B, L, H // num_heads, num_heads).permute(0, 3, 1, 2)
 
+
 # %% wrong merge_heads: reshape without moving the heads back
 def merge_heads(x):
     B, A, L, D = x.shape
     return x.reshape(B, L, A * D)
 
+
 # %% wrong merge_heads: concatenates D-major (x[..., d, a] order)
 def merge_heads(x):
     B, A, L, D = x.shape
     return x.permute(0, 2, 3, 1).reshape(B, L, A * D)
+
 
 # %% wrong self_attention: scales by sqrt(H), the hidden size, instead of the head size
 def self_attention(module, hidden_states, bias=None):
@@ -69,6 +77,7 @@ def self_attention(module, hidden_states, bias=None):
         scores = scores + bias
     return merge_heads(torch.softmax(scores, dim=-1) @ v)
 
+
 # %% wrong self_attention: the values come from the key projection
 def self_attention(module, hidden_states, bias=None):
     A = module.num_heads
@@ -77,6 +86,7 @@ def self_attention(module, hidden_states, bias=None):
     v = split_heads(module.key(hidden_states), A)
     return merge_heads(scaled_dot_product_attention(q, k, v, bias)[0])
 
+
 # %% wrong self_attention: one head over the whole hidden vector
 def self_attention(module, hidden_states, bias=None):
     q, k, v = module.query(hidden_states), module.key(hidden_states), module.value(hidden_states)
@@ -84,9 +94,11 @@ def self_attention(module, hidden_states, bias=None):
         bias = bias[:, 0]  # (B, 1, L)
     return scaled_dot_product_attention(q, k, v, bias)[0]
 
+
 # %% wrong self_attention: calls the module itself (forbidden)
 def self_attention(module, hidden_states, bias=None):
     return module(hidden_states, bias)[0]
+
 
 # %% alternative sdpa: einsum, and masked scores added in place
 def scaled_dot_product_attention(q, k, v, bias=None):
@@ -96,14 +108,17 @@ def scaled_dot_product_attention(q, k, v, bias=None):
     probs = scores.softmax(-1)
     return torch.einsum("...ij,...jd->...id", probs, v), probs
 
+
 # %% alternative split_heads: reshape + permute
 def split_heads(x, num_heads):
     B, L, H = x.shape
     return x.reshape(B, L, num_heads, -1).permute(0, 2, 1, 3)
 
+
 # %% alternative merge_heads: concatenate the heads with torch.cat
 def merge_heads(x):
     return torch.cat([x[:, a] for a in range(x.shape[1])], dim=-1)
+
 
 # %% alternative self_attention: a Python loop over the heads, explicit weights
 def self_attention(module, hidden_states, bias=None):
