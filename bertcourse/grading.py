@@ -10,6 +10,7 @@ ends on a number that nbgrader would read as partial credit.
     check_equal(...)                               the same with exact equality
     check_value(got, expected, what=...)           compare values a cell already has
     check_true(condition, message)                 a property (e.g. "rows sum to 1")
+    check_tensor(x, shape=..., dtype=...)          a tensor of the expected shape and dtype
     check_proportion(count, total, p, what=...)    a rate within a few binomial standard errors
     check_optimizer_steps(step_fn, torch.optim.Adam, param, grads, lr=...)
                                                    a functional optimizer step, step by step
@@ -62,6 +63,7 @@ __all__ = [
     "check_equal",
     "check_optimizer_steps",
     "check_proportion",
+    "check_tensor",
     "check_true",
     "check_value",
     "forbidden",
@@ -696,6 +698,24 @@ def check_true(condition: Any, message: str, *, hint: str | None = None) -> None
         condition = bool(condition)
     if not condition:
         _fail(message, [], hint)
+
+
+def check_tensor(
+    value: Any,
+    *,
+    shape: tuple[int, ...] | None = None,
+    dtype: torch.dtype | None = None,
+    what: str = "result",
+    hint: str | None = None,
+) -> None:
+    """Fail unless `value` is a tensor with the given shape and dtype."""
+    __tracebackhide__ = True
+    if type(value) not in (Tensor, nn.Parameter):
+        _fail(f"{what}: expected a torch.Tensor, got {describe(value)}", [], hint)
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        _fail(f"{what}: expected shape {tuple(shape)}, got {tuple(value.shape)}", [], hint)
+    if dtype is not None and value.dtype != dtype:
+        _fail(f"{what}: expected dtype {dtype}, got {value.dtype}", [], hint)
 
 
 def check_proportion(

@@ -1,0 +1,95 @@
+# ruff: noqa
+# Wrong and alternative answers for the cells of solutions/ch02_masks (tests/test_exercises.py).
+# "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
+# "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+
+
+# %% wrong padding_mask: inverted (1 = padding)
+def padding_mask(input_ids, pad_token_id=0):
+    return (input_ids == pad_token_id).long()
+
+
+# %% wrong padding_mask: padding id hard-coded to 0
+def padding_mask(input_ids, pad_token_id=0):
+    return (input_ids > 0).long()
+
+
+# %% wrong padding_mask: returns booleans, not 0/1 integers
+def padding_mask(input_ids, pad_token_id=0):
+    return input_ids != pad_token_id
+
+
+# %% wrong extended_mask: the original's -10000 instead of the dtype's minimum
+def extended_attention_mask(attention_mask, dtype=torch.float32):
+    mask = attention_mask[:, None, None, :].to(dtype)
+    return (1.0 - mask) * -10000.0
+
+
+# %% wrong extended_mask: -inf
+def extended_attention_mask(attention_mask, dtype=torch.float32):
+    mask = attention_mask[:, None, None, :].to(dtype)
+    return torch.zeros_like(mask).masked_fill(mask == 0, float("-inf"))
+
+
+# %% wrong extended_mask: inverted (masks the tokens, keeps the padding)
+def extended_attention_mask(attention_mask, dtype=torch.float32):
+    mask = attention_mask[:, None, None, :].to(dtype)
+    return mask * torch.finfo(dtype).min
+
+
+# %% wrong extended_mask: masks query rows (B, 1, L, 1) instead of key columns
+def extended_attention_mask(attention_mask, dtype=torch.float32):
+    mask = attention_mask[:, None, :, None].to(dtype)
+    return (1.0 - mask) * torch.finfo(dtype).min
+
+
+# %% wrong masked_softmax: -inf masking (NaN for a fully masked row)
+def masked_softmax(scores, attention_mask):
+    scores = scores.masked_fill(attention_mask[:, None, None, :] == 0, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+# %% wrong masked_softmax: multiplies the scores by the mask
+def masked_softmax(scores, attention_mask):
+    return torch.softmax(scores * attention_mask[:, None, None, :], dim=-1)
+
+
+# %% wrong masked_softmax: softmax first, then zero the padding and renormalise (0/0 when all masked)
+def masked_softmax(scores, attention_mask):
+    probs = torch.softmax(scores, dim=-1) * attention_mask[:, None, None, :]
+    return probs / probs.sum(dim=-1, keepdim=True)
+
+
+# %% wrong sdpa_mask: nn.MultiheadAttention's polarity (True = ignore)
+def to_sdpa_bool_mask(attention_mask):
+    return attention_mask[:, None, None, :] == 0
+
+
+# %% wrong sdpa_mask: a float 0/1 mask (the fused kernel would ADD it to the scores)
+def to_sdpa_bool_mask(attention_mask):
+    return attention_mask[:, None, None, :].float()
+
+
+# %% alternative padding_mask: torch.where
+def padding_mask(input_ids, pad_token_id=0):
+    return torch.where(input_ids == pad_token_id, 0, 1)
+
+
+# %% alternative extended_mask: masked_fill of zeros, with unsqueeze
+def extended_attention_mask(attention_mask, dtype=torch.float32):
+    keep = attention_mask.unsqueeze(1).unsqueeze(2).bool()
+    return torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
+
+
+# %% alternative masked_softmax: masked_fill with the dtype minimum, then an explicit softmax
+def masked_softmax(scores, attention_mask):
+    keep = attention_mask[:, None, None, :].bool()
+    scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+    exp = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return exp / exp.sum(dim=-1, keepdim=True)
+
+
+# %% alternative sdpa_mask: view and a comparison
+def to_sdpa_bool_mask(attention_mask):
+    B, L = attention_mask.shape
+    return (attention_mask != 0).view(B, 1, 1, L)

@@ -1,0 +1,215 @@
+# ruff: noqa
+# Wrong and alternative answers for the cells of solutions/ch03_mlm (tests/test_exercises.py).
+# "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
+# "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+
+
+# %% wrong choose: special tokens can be chosen
+def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
+    return torch.rand(input_ids.shape, generator=generator) < mlm_probability
+
+
+# %% wrong choose: a fixed count round(0.15 n) per row (the original's rule, not independent draws)
+def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
+    special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
+    chosen = torch.zeros_like(special)
+    for b in range(input_ids.shape[0]):
+        candidates = (~special[b]).nonzero().flatten()
+        k = round(len(candidates) * mlm_probability)
+        order = torch.randperm(len(candidates), generator=generator)[:k]
+        chosen[b, candidates[order]] = True
+    return chosen
+
+
+# %% wrong choose: ignores the generator (PyTorch's global random numbers: not reproducible)
+def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
+    special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
+    return (torch.rand(input_ids.shape) < mlm_probability) & ~special
+
+
+# %% wrong choose: 0.15 hard-coded
+def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
+    special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
+    return (torch.rand(input_ids.shape, generator=generator) < 0.15) & ~special
+
+
+# %% wrong replace: every chosen token becomes [MASK]
+def replace_chosen(
+    input_ids,
+    chosen,
+    *,
+    vocab_size,
+    mask_token_id,
+    mask_replace_prob=0.8,
+    random_replace_prob=0.1,
+    generator=None,
+):
+    labels = torch.where(chosen, input_ids, IGNORE_INDEX)
+    masked = input_ids.clone()
+    masked[chosen] = mask_token_id
+    return masked, labels
+
+
+# %% wrong replace: Bernoulli(0.1) in the second draw (2% random tokens instead of 10%)
+def replace_chosen(
+    input_ids,
+    chosen,
+    *,
+    vocab_size,
+    mask_token_id,
+    mask_replace_prob=0.8,
+    random_replace_prob=0.1,
+    generator=None,
+):
+    labels = torch.where(chosen, input_ids, IGNORE_INDEX)
+    masked = input_ids.clone()
+    to_mask = (torch.rand(input_ids.shape, generator=generator) < mask_replace_prob) & chosen
+    masked[to_mask] = mask_token_id
+    to_random = (
+        (torch.rand(input_ids.shape, generator=generator) < random_replace_prob) & chosen & ~to_mask
+    )
+    masked[to_random] = torch.randint(vocab_size, input_ids.shape, generator=generator)[to_random]
+    return masked, labels
+
+
+# %% wrong replace: labels at every position (the loss would count unmasked tokens)
+def replace_chosen(
+    input_ids,
+    chosen,
+    *,
+    vocab_size,
+    mask_token_id,
+    mask_replace_prob=0.8,
+    random_replace_prob=0.1,
+    generator=None,
+):
+    labels = input_ids.clone()
+    masked = input_ids.clone()
+    u = torch.rand(input_ids.shape, generator=generator)
+    masked[chosen & (u < mask_replace_prob)] = mask_token_id
+    to_random = chosen & (u >= mask_replace_prob) & (u < mask_replace_prob + random_replace_prob)
+    masked[to_random] = torch.randint(vocab_size, input_ids.shape, generator=generator)[to_random]
+    return masked, labels
+
+
+# %% wrong replace: writes into input_ids (the caller's batch is corrupted)
+def replace_chosen(
+    input_ids,
+    chosen,
+    *,
+    vocab_size,
+    mask_token_id,
+    mask_replace_prob=0.8,
+    random_replace_prob=0.1,
+    generator=None,
+):
+    labels = torch.where(chosen, input_ids, IGNORE_INDEX)
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator)
+    input_ids[chosen & (u < mask_replace_prob)] = mask_token_id
+    to_random = chosen & (u >= mask_replace_prob) & (u < mask_replace_prob + random_replace_prob)
+    input_ids[to_random] = random_ids[to_random]
+    return input_ids, labels
+
+
+# %% wrong count: int() truncates instead of rounding
+def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
+    return min(max_predictions_per_seq, max(1, int(seq_len * masked_lm_prob)))
+
+
+# %% wrong count: rounds halves up (floor(x + 0.5)), not to even
+import math
+
+
+def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
+    return min(max_predictions_per_seq, max(1, math.floor(seq_len * masked_lm_prob + 0.5)))
+
+
+# %% wrong count: no minimum of 1
+def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
+    return min(max_predictions_per_seq, round(seq_len * masked_lm_prob))
+
+
+# %% wrong words: special tokens become words
+def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
+    groups = []
+    for position, token in enumerate(tokens):
+        if token.startswith("##") and groups:
+            groups[-1].append(position)
+        else:
+            groups.append([position])
+    return groups
+
+
+# %% wrong words: every token is its own word
+def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
+    return [[i] for i, token in enumerate(tokens) if token not in special_tokens]
+
+
+# %% wrong words: a '##' piece starts a new word and the next token joins it
+def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
+    groups = []
+    for position, token in enumerate(tokens):
+        if token in special_tokens:
+            continue
+        if groups and tokens[position - 1].startswith("##"):
+            groups[-1].append(position)
+        else:
+            groups.append([position])
+    return groups
+
+
+# %% alternative choose: a Python loop, one draw per token
+def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
+    specials = set(int(i) for i in special_token_ids)
+    chosen = torch.zeros(input_ids.shape, dtype=torch.bool)
+    u = torch.rand(input_ids.shape, generator=generator)
+    for b in range(input_ids.shape[0]):
+        for i in range(input_ids.shape[1]):
+            if int(input_ids[b, i]) not in specials and u[b, i] < mlm_probability:
+                chosen[b, i] = True
+    return chosen
+
+
+# %% alternative replace: one uniform draw split into [0, 0.8), [0.8, 0.9), [0.9, 1)
+def replace_chosen(
+    input_ids,
+    chosen,
+    *,
+    vocab_size,
+    mask_token_id,
+    mask_replace_prob=0.8,
+    random_replace_prob=0.1,
+    generator=None,
+):
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    masked = torch.where(
+        chosen & (u < mask_replace_prob), torch.full_like(input_ids, mask_token_id), input_ids
+    )
+    to_random = chosen & (u >= mask_replace_prob) & (u < mask_replace_prob + random_replace_prob)
+    masked = torch.where(to_random, random_ids, masked)
+    labels = torch.full_like(input_ids, IGNORE_INDEX, dtype=torch.long)
+    labels[chosen] = input_ids[chosen]
+    return masked, labels
+
+
+# %% alternative count: explicit banker's rounding
+def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
+    x = seq_len * masked_lm_prob
+    k = int(x)
+    if x - k > 0.5 or (x - k == 0.5 and k % 2 == 1):
+        k += 1
+    return int(sorted([1, k, max_predictions_per_seq])[1]) if max_predictions_per_seq >= 1 else 0
+
+
+# %% alternative words: start indices first, then slices
+def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
+    positions = [i for i, t in enumerate(tokens) if t not in special_tokens]
+    groups = []
+    for i in positions:
+        if groups and tokens[i].startswith("##"):
+            groups[-1] = groups[-1] + [i]
+        else:
+            groups.append([i])
+    return groups
