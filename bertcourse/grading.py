@@ -118,6 +118,12 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "bertcourse.mlm.special_tokens_mask",
         "transformers.DataCollatorForLanguageModeling.torch_mask_tokens",
     ),
+    "nsp": (
+        "bertcourse.nsp.make_pair",
+        "bertcourse.nsp.truncate_seq_pair",
+        "bertcourse.nsp.create_instances_from_document",
+        "bertcourse.nsp.create_instances",
+    ),
     "log_softmax": (
         "torch.log_softmax",
         "torch.nn.functional.log_softmax",

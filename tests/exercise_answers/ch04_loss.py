@@ -1,0 +1,139 @@
+# ruff: noqa
+# Wrong and alternative answers for the cells of solutions/ch04_loss (tests/test_exercises.py).
+# "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
+# "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+
+
+# %% wrong log_softmax: no max subtraction (exp overflows for large logits)
+def log_softmax(logits):
+    return logits - torch.log(torch.exp(logits).sum(dim=-1, keepdim=True))
+
+
+# %% wrong log_softmax: the log of the softmax (underflows to log(0) = -inf)
+def log_softmax(logits):
+    return torch.log(torch.softmax(logits, dim=-1))
+
+
+# %% wrong log_softmax: subtracts the max of the whole tensor, not of each row
+def log_softmax(logits):
+    shifted = logits - logits.max()
+    return shifted - torch.log(torch.exp(shifted).sum(dim=-1, keepdim=True))
+
+
+# %% wrong log_softmax: calls torch.log_softmax (forbidden)
+def log_softmax(logits):
+    return logits.log_softmax(dim=-1)
+
+
+# %% wrong ce: averaged over all positions, ignored ones counted as 0
+def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    keep = targets != ignore_index
+    picked = log_probs.gather(-1, targets.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+    return -(picked * keep).sum() / targets.numel()
+
+
+# %% wrong ce: ignored targets clamped to class 0 and counted
+def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    picked = log_probs.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    return -picked.mean()
+
+
+# %% wrong ce: the sum instead of the mean
+def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    keep = targets != ignore_index
+    picked = log_probs.gather(-1, targets.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+    return -picked[keep].sum()
+
+
+# %% wrong ce: calls F.cross_entropy (forbidden)
+def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=ignore_index
+    )
+
+
+# %% wrong grad: forgets to divide by the number of labelled items
+def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
+    keep = targets != ignore_index
+    one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
+    return (torch.softmax(logits, dim=-1) - one_hot) * keep[..., None]
+
+
+# %% wrong grad: divides by all items, ignored ones included
+def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
+    keep = targets != ignore_index
+    one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
+    return (torch.softmax(logits, dim=-1) - one_hot) * keep[..., None] / targets.numel()
+
+
+# %% wrong grad: one_hot - softmax (the sign of the descent direction)
+def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
+    keep = targets != ignore_index
+    one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
+    return (one_hot - torch.softmax(logits, dim=-1)) * keep[..., None] / keep.sum().clamp(min=1)
+
+
+# %% wrong grad: autograd through F.cross_entropy (forbidden)
+def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
+    z = logits.detach().clone().requires_grad_()
+    F.cross_entropy(
+        z.reshape(-1, z.shape[-1]), targets.reshape(-1), ignore_index=ignore_index
+    ).backward()
+    return z.grad
+
+
+# %% wrong mlm: the loss averaged over all B*L positions
+def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
+    keep = labels != IGNORE_INDEX
+    logits = hidden_states[keep] @ decoder_weight.T + decoder_bias
+    losses = -torch.log_softmax(logits, dim=-1).gather(-1, labels[keep][:, None]).squeeze(-1)
+    return losses.sum() / labels.numel(), logits
+
+
+# %% wrong mlm: forgets the decoder bias
+def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
+    keep = labels != IGNORE_INDEX
+    logits = hidden_states[keep] @ decoder_weight.T
+    return cross_entropy(logits, labels[keep]), logits
+
+
+# %% alternative log_softmax: logsumexp written out with the row max
+def log_softmax(logits):
+    m = logits.max(dim=-1, keepdim=True).values
+    return logits - (m + (logits - m).exp().sum(-1, keepdim=True).log())
+
+
+# %% alternative ce: log-sum-exp minus the target logit, with torch.where and a Python count
+def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
+    m = logits.amax(dim=-1)
+    lse = m + torch.log(torch.exp(logits - m[..., None]).sum(-1))
+    keep = targets != ignore_index
+    target_logit = torch.take_along_dim(logits, torch.where(keep, targets, 0)[..., None], dim=-1)[
+        ..., 0
+    ]
+    losses = torch.where(keep, lse - target_logit, torch.zeros_like(lse))
+    n = int(keep.sum())
+    return losses.sum() / n if n else losses.sum() * float("nan")
+
+
+# %% alternative grad: scatter_ and a loop-free normalisation
+def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
+    keep = (targets != ignore_index).to(logits.dtype)
+    probs = torch.softmax(logits, dim=-1)
+    grad = probs.scatter_add(-1, targets.clamp(min=0)[..., None], -torch.ones_like(probs[..., :1]))
+    return grad * keep[..., None] / max(float(keep.sum()), 1.0)
+
+
+# %% alternative mlm: nonzero positions and index_select, loss written out
+def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
+    B, L, H = hidden_states.shape
+    flat_labels = labels.reshape(-1)
+    index = (flat_labels != IGNORE_INDEX).nonzero().squeeze(-1)
+    hidden = hidden_states.reshape(B * L, H).index_select(0, index)
+    logits = torch.addmm(decoder_bias, hidden, decoder_weight.t())
+    targets = flat_labels[index]
+    loss = (torch.logsumexp(logits, -1) - logits[torch.arange(len(index)), targets]).mean()
+    return loss, logits
