@@ -54,12 +54,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 
 if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time (tokenizers is heavy-ish)
     from tokenizers import Tokenizer
 
 # Bumped whenever a rule above changes, so old caches are not reused.
-CORPUS_VERSION = 1
+CORPUS_VERSION = 2
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -86,7 +87,7 @@ _ROLE = re.compile(r":[\w:.-]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")  # :mod:`json`, :f
 _LITERAL = re.compile(r"``(.+?)``")
 _BACKTICK = re.compile(r"`([^`]+)`_{0,2}")
 _EMPHASIS = re.compile(r"(?<![\w*])\*{1,2}([^*\s][^*]*?)\*{1,2}(?![\w*])")
-_URL = re.compile(r"<?https?://\S+?>?(?=[\s),.;]|$)")
+_URL = re.compile(r"<https?://[^>\s]*>|https?://[^\s<>\"]*[^\s<>\".,;:)]")
 
 
 def clean_markup(text: str) -> str:
@@ -127,9 +128,15 @@ def _parses_as_python(text: str) -> bool:
     return False
 
 
+_SIGNATURE = re.compile(r"^(async def |def |class )?[\w.]+\(.*\)(\s*->.*)?:?$")
+
+
 def _is_code_line(line: str) -> bool:
-    """A line that is valid Python on its own and has code punctuation."""
+    """A line that is valid Python on its own and has code punctuation, or a signature
+    such as ``class pdb.Pdb(completekey='tab')`` (reference pages list them alone on a line)."""
     line = line.strip()
+    if _SIGNATURE.match(line):
+        return True
     return any(c in line for c in "()[]{}=") and _parses_as_python(line)
 
 
@@ -323,6 +330,7 @@ def bert_vocab_path() -> Path:
 def _bert_post_processing(tok: Tokenizer) -> Tokenizer:
     from tokenizers import decoders, processors
 
+    tok.add_special_tokens(list(SPECIAL_TOKENS))  # "[MASK]" in a text is one token, not 3
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
@@ -360,7 +368,10 @@ def train_wordpiece(documents: Sequence[Document], vocab_size: int = 8192) -> To
 
     Same normalization as :func:`bert_tokenizer`; special tokens get ids 0-4 in the order
     ``[PAD] [UNK] [CLS] [SEP] [MASK]`` (so read ids from :class:`Vocab`, never hard-code
-    101/102/103). Deterministic for the same documents.
+    101/102/103). Not bit-for-bit reproducible: ``tokenizers`` breaks ties between equally
+    frequent merges in hash-map order, so two trainings can differ in a few pieces. That is
+    why :func:`load_tokenizer` trains once and caches the result, and every checkpoint
+    stores its ``tokenizer.json``.
     """
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
@@ -582,3 +593,189 @@ def load_corpus(
 
 def _source_hash() -> str:
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------
+# Batches: NSP pairs (bertcourse.nsp) + fresh MLM masks (bertcourse.mlm) through a DataLoader
+# --------------------------------------------------------------------------------------------
+
+
+def _mix_seed(*parts: int) -> int:
+    """A 63-bit seed from integers (stable across runs and machines, unlike hash())."""
+    h = hashlib.blake2b(repr(tuple(int(p) for p in parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") & ((1 << 63) - 1)
+
+
+class NspPairs(torch.utils.data.Dataset):
+    """One epoch of ``[CLS] A [SEP] B [SEP]`` pairs cut from a corpus by :mod:`bertcourse.nsp`.
+
+    The pairs of epoch ``e`` come from ``create_instances(documents, rng=Random(seed(e)))``:
+    every epoch cuts the documents differently (the original's ``dupe_factor``, one per
+    epoch) and draws new random B segments. Items are ``(index, NspExample)``; the index lets
+    the collator seed each example's MLM mask.
+    """
+
+    def __init__(
+        self,
+        corpus: TokenizedCorpus,
+        *,
+        epoch: int = 0,
+        seed: int = 0,
+        max_seq_length: int = 128,
+        short_seq_prob: float = 0.1,
+        dupe_factor: int = 1,
+        task: str = "nsp",
+    ) -> None:
+        import random
+
+        from bertcourse.nsp import create_instances
+
+        docs = [d for d in corpus.documents if d]
+        if len(docs) < 2:
+            raise ValueError(
+                f"NSP needs at least 2 non-empty documents, the corpus has {len(docs)}: "
+                "add text (or check the held-out split)"
+            )
+        self.epoch, self.seed = epoch, seed
+        self.examples = create_instances(
+            docs,
+            rng=random.Random(_mix_seed(seed, epoch, 1)),
+            max_seq_length=max_seq_length,
+            short_seq_prob=short_seq_prob,
+            dupe_factor=dupe_factor,
+            task=task,
+            shuffle=False,  # the sampler shuffles (and shards across DDP ranks)
+            cls_id=corpus.vocab.cls_id,
+            sep_id=corpus.vocab.sep_id,
+        )
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, index: int):
+        return index, self.examples[index]
+
+
+class MlmCollator:
+    """Pads a list of ``(index, NspExample)`` and masks it with :func:`bertcourse.mlm.mask_tokens`.
+
+    Each example's mask is drawn with its own generator seeded by ``(seed, epoch, index)``:
+    masks are new every epoch (dynamic masking), yet a given example gets the same mask
+    whichever batch, DataLoader worker or DDP rank it lands in - so a 2-process run and a
+    1-process run with the same global batch see identical data, and resuming is exact.
+
+    Returns a dict of long tensors for ``BertForPreTraining(**batch)``: ``input_ids``,
+    ``token_type_ids``, ``attention_mask`` (B, L); ``labels`` (B, L) with -100 where not
+    predicted; ``next_sentence_label`` (B,). L = the longest example of the batch.
+    """
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        *,
+        seed: int = 0,
+        epoch: int = 0,
+        mlm_probability: float = 0.15,
+    ) -> None:
+        self.vocab, self.seed, self.epoch = vocab, seed, epoch
+        self.mlm_probability = mlm_probability
+
+    def __call__(self, items) -> dict[str, torch.Tensor]:
+        from dataclasses import replace
+
+        from bertcourse.config import IGNORE_INDEX
+        from bertcourse.mlm import mask_tokens
+        from bertcourse.nsp import pad_batch
+
+        masked, label_rows = [], []
+        for index, ex in items:
+            g = torch.Generator().manual_seed(_mix_seed(self.seed, self.epoch, index, 2))
+            ids, labels = mask_tokens(
+                torch.tensor([ex.input_ids], dtype=torch.long),  # (1, n)
+                vocab_size=self.vocab.size,
+                mask_token_id=self.vocab.mask_id,
+                special_token_ids=self.vocab.special_ids,
+                mlm_probability=self.mlm_probability,
+                generator=g,
+            )
+            masked.append(replace(ex, input_ids=ids[0].tolist()))
+            label_rows.append(labels[0])
+        batch = pad_batch(masked, pad_id=self.vocab.pad_id)
+        labels = torch.full_like(batch["input_ids"], IGNORE_INDEX)  # (B, L)
+        for row, lab in enumerate(label_rows):
+            labels[row, : len(lab)] = lab
+        batch["labels"] = labels
+        return batch
+
+
+def pretraining_dataloader(
+    corpus: TokenizedCorpus,
+    *,
+    batch_size: int,
+    epoch: int = 0,
+    seed: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+    skip_batches: int = 0,
+    max_seq_length: int = 128,
+    short_seq_prob: float = 0.1,
+    mlm_probability: float = 0.15,
+    task: str = "nsp",
+    num_workers: int = 0,
+) -> torch.utils.data.DataLoader:
+    """The training batches of one epoch for one process (``batch_size`` is per process).
+
+    A ``DistributedSampler`` (also with one process) shuffles with ``(seed, epoch)`` and gives
+    rank ``r`` the examples ``r, r + world_size, ...`` of the permutation, so batch ``k`` of
+    all ranks together is exactly batch ``k`` of a single process with
+    ``batch_size * world_size``. Incomplete last batches are dropped. ``skip_batches`` starts
+    inside the epoch (for an exact resume) without building the skipped batches.
+    """
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    dataset = NspPairs(
+        corpus,
+        epoch=epoch,
+        seed=seed,
+        max_seq_length=max_seq_length,
+        short_seq_prob=short_seq_prob,
+        task=task,
+    )
+    sampler = DistributedSampler(
+        dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed, drop_last=True
+    )
+    sampler.set_epoch(epoch)
+    n_full = len(sampler) // batch_size * batch_size
+    indices = list(sampler)[skip_batches * batch_size : n_full]
+    collate = MlmCollator(corpus.vocab, seed=seed, epoch=epoch, mlm_probability=mlm_probability)
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        sampler=indices,  # a list is a valid sampler: these indices, in this order
+        collate_fn=collate,
+        drop_last=True,
+        num_workers=num_workers,
+        persistent_workers=False,
+    )
+
+
+def eval_batches(
+    corpus: TokenizedCorpus,
+    *,
+    batch_size: int = 64,
+    seed: int = 0,
+    max_seq_length: int = 128,
+    dupe_factor: int = 2,
+    max_examples: int | None = None,
+    mlm_probability: float = 0.15,
+) -> list[dict[str, torch.Tensor]]:
+    """Fixed evaluation batches from (held-out) documents: same pairs and masks every time."""
+    dataset = NspPairs(
+        corpus, epoch=-1, seed=seed, max_seq_length=max_seq_length, dupe_factor=dupe_factor
+    )
+    n = len(dataset) if max_examples is None else min(max_examples, len(dataset))
+    collate = MlmCollator(corpus.vocab, seed=seed, epoch=-1, mlm_probability=mlm_probability)
+    return [
+        collate([dataset[i] for i in range(start, min(start + batch_size, n))])
+        for start in range(0, n, batch_size)
+    ]

@@ -1,0 +1,850 @@
+"""Pretrain a small BERT on your laptop, offline: MLM + NSP on the standard library's docs.
+
+Command line (``python -m bertcourse.pretrain --help`` lists every option)::
+
+    python -m bertcourse.pretrain --model tiny --steps 2000 --output runs/tiny
+    python -m bertcourse.pretrain --resume runs/tiny --steps 3000        # continue, exactly
+    python -m bertcourse.pretrain fill-mask --checkpoint runs/tiny "return the [MASK] of x."
+
+Python (what the book's chapter 7 calls)::
+
+    from bertcourse.pretrain import PretrainConfig, run, fill_mask, load_checkpoint
+    report = run(PretrainConfig(model="tiny", steps=300, output_dir="runs/demo"))
+    model, tokenizer = load_checkpoint("runs/demo")
+    fill_mask(model, tokenizer, "the [MASK] of a list is its number of items.")
+
+What one run does:
+
+1. Data: the offline corpus of :mod:`bertcourse.data` (or ``--text-files``), tokenized with
+   the bert-base-uncased WordPiece (cached in ``~/.cache/bertcourse``); ~5% of the documents
+   are held out for evaluation. Each epoch cuts new NSP pairs (:mod:`bertcourse.nsp`); every
+   batch gets fresh MLM masks (:func:`bertcourse.mlm.mask_tokens`).
+2. Model: :class:`bertcourse.BertForPreTraining` (tiny, mini, base, or custom sizes).
+3. Optimizer: :class:`bertcourse.optim.AdamW` on :func:`bertcourse.optim.bert_param_groups`
+   (no decay for LayerNorm and biases), linear warm-up then linear decay
+   (:func:`bertcourse.optim.warmup_linear_decay`; ``--schedule polynomial`` for the
+   original's), gradients clipped to norm 1.0.
+4. A tqdm bar with loss, MLM accuracy and NSP accuracy; held-out evaluation every
+   ``--eval-every`` steps; a checkpoint (``model.safetensors`` + optimizer, scheduler and
+   data position) every ``--checkpoint-every`` steps and at the end; ``report.json`` with
+   every figure, ``curves.png`` (losses, accuracies) and ``lr.png``.
+
+Exact resume: the data order depends only on ``(seed, epoch)``, each example's mask on
+``(seed, epoch, example)``, and the dropout noise of step ``s`` on ``(seed, s, rank)``; the
+checkpoint stores the step, the epoch and the position in it, and the optimizer and
+scheduler state. A run stopped and resumed ends with the same weights as a run that never
+stopped.
+
+Several processes (DistributedDataParallel)::
+
+    torchrun --nproc_per_node=2 -m bertcourse.pretrain --model tiny --batch-size 64
+
+``--batch-size`` is the *global* batch: each of the N processes takes ``batch_size / N``
+examples of every global batch, so the data, the masks and (up to float rounding) the
+results do not depend on N. Backend: gloo on CPU, nccl on GPU (one GPU per process,
+``cuda:LOCAL_RANK``). The MLM loss is normalised by the number of masked tokens of the whole
+global batch (an all-reduce), not per process, so it equals the single-process loss.
+Only rank 0 evaluates, writes checkpoints and reports.
+
+Several machines: run the same command on every node with the rendezvous of the first::
+
+    # on each of 2 nodes with 8 GPUs (NODE_RANK = 0 on the first, 1 on the second)
+    torchrun --nnodes=2 --nproc_per_node=8 --node_rank=$NODE_RANK \\
+        --rdzv_backend=c10d --rdzv_endpoint=$FIRST_NODE_HOST:29500 --rdzv_id=bert1 \\
+        -m bertcourse.pretrain --model base --batch-size 256 --output /shared/runs/base
+
+Every node needs the same bertcourse and Python version (the corpus depends on it) and the
+output folder should be on a shared file system (rank 0 writes it; ``--resume`` reads it on
+every rank). On CPU nodes, gloo needs the nodes to reach each other on the rendezvous port
+and set ``--threads`` to the cores per process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from bertcourse.config import IGNORE_INDEX, BertConfig
+from bertcourse.data import (
+    TokenizedCorpus,
+    Vocab,
+    _mix_seed,
+    eval_batches,
+    load_corpus,
+    pretraining_dataloader,
+)
+from bertcourse.model import BertForPreTraining
+from bertcourse.optim import AdamW, bert_param_groups, make_lr_scheduler
+
+MODEL_SIZES = ("tiny", "mini", "small", "base", "custom")
+CHECKPOINT_DIR = "checkpoint"
+
+
+@dataclass
+class PretrainConfig:
+    """Everything a run needs. The command-line options have the same names (with dashes)."""
+
+    # model
+    model: str = "tiny"  # tiny (2x128), mini (4x256), small (4x512), base (12x768), custom
+    layers: int | None = None  # override the preset's num_hidden_layers
+    hidden: int | None = None  # hidden_size
+    heads: int | None = None  # num_attention_heads (custom default: hidden // 64, at least 1)
+    intermediate: int | None = None  # intermediate_size (custom default: 4 * hidden)
+    dropout: float = 0.1  # hidden and attention dropout
+    attn_implementation: str = "sdpa"
+    # data
+    tokenizer: str = "bert"  # "bert" (bert-base-uncased) or "wordpiece-N" (trained on the corpus)
+    text_files: list[str] | None = None  # your own .txt files/folders instead of the stdlib
+    documents: str = "file"  # for text_files: "file" or "block" (see bertcourse.data)
+    max_seq_length: int = 128
+    mlm_probability: float = 0.15
+    heldout_percent: float = 5.0
+    eval_examples: int | None = None  # cap on held-out pairs (None: all, ~400)
+    # optimisation
+    steps: int = 1000  # optimizer steps of the whole schedule
+    batch_size: int = 32  # global batch (split across DDP processes)
+    lr: float = 1e-3  # peak learning rate
+    warmup_steps: int | None = None  # default: 10% of steps
+    schedule: str = "linear"  # "linear" (transformers) or "polynomial" (original BERT)
+    weight_decay: float = 0.01
+    adam_eps: float = 1e-6
+    bias_correction: bool = True
+    grad_clip: float = 1.0
+    seed: int = 0
+    # running
+    output_dir: str = "runs/pretrain"
+    resume: str | None = None  # an output dir or a checkpoint dir
+    eval_every: int = 200
+    checkpoint_every: int = 500
+    log_every: int = 10
+    stop_after: int | None = None  # stop after this many steps *in this run* (schedule unchanged)
+    max_minutes: float | None = None  # stop (checkpoint, evaluate, report) after this long
+    threads: int | None = None  # torch.set_num_threads
+    device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda"
+    bf16: bool = False  # bf16 autocast (GPU)
+    num_workers: int = 0  # DataLoader workers
+    progress: bool = True  # tqdm bar (rank 0)
+    plots: bool = True
+    cache_dir: str | None = None
+
+    def replace(self, **changes: Any) -> PretrainConfig:
+        return dataclasses.replace(self, **changes)
+
+    def model_config(self, vocab: Vocab) -> BertConfig:
+        """The BertConfig of this run for a vocabulary (size and [PAD] id)."""
+        if self.model not in MODEL_SIZES:
+            raise ValueError(f"model must be one of {MODEL_SIZES}, got {self.model!r}")
+        presets = {
+            "tiny": (2, 128, 2, 512),
+            "mini": (4, 256, 4, 1024),
+            "small": (4, 512, 8, 2048),
+            "base": (12, 768, 12, 3072),
+        }
+        if self.model == "custom":
+            if self.layers is None or self.hidden is None:
+                raise ValueError("--model custom needs --layers and --hidden (and optionally --heads, --intermediate)")  # fmt: skip
+            layers, hidden = self.layers, self.hidden
+            heads = self.heads or max(1, hidden // 64)
+            inter = self.intermediate or 4 * hidden
+        else:
+            layers, hidden, heads, inter = presets[self.model]
+            layers, hidden = self.layers or layers, self.hidden or hidden
+            heads, inter = self.heads or heads, self.intermediate or inter
+        if self.max_seq_length > 512:
+            raise ValueError(f"max_seq_length {self.max_seq_length} exceeds BERT's 512 positions")
+        return BertConfig(
+            vocab_size=vocab.size,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            intermediate_size=inter,
+            hidden_dropout_prob=self.dropout,
+            attention_probs_dropout_prob=self.dropout,
+            pad_token_id=vocab.pad_id,
+            attn_implementation=self.attn_implementation,
+        )
+
+    @property
+    def warmup(self) -> int:
+        return self.warmup_steps if self.warmup_steps is not None else round(0.1 * self.steps)
+
+    @classmethod
+    def load(cls, path: str | Path) -> PretrainConfig:
+        """The config a run was started with, from its output or checkpoint folder."""
+        d = json.loads((_checkpoint_path(path) / "config.json").read_text())["pretrain"]
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+# --------------------------------------------------------------------------------------------
+# Distributed set-up
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Dist:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self) -> None:
+        if self.enabled:
+            torch.distributed.barrier()
+
+    def all_reduce_sum(self, t: Tensor) -> Tensor:
+        if self.enabled:
+            torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.SUM)
+        return t
+
+
+def setup_distributed(device: str = "auto") -> Dist:
+    """Read torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK) and start the process group:
+    nccl with one GPU per process when CUDA is used, gloo on CPU. One process: no group."""
+    use_cuda = torch.cuda.is_available() if device == "auto" else device.startswith("cuda")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank, local = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
+    if use_cuda:
+        torch.cuda.set_device(local)
+        dev = torch.device("cuda", local)
+    else:
+        dev = torch.device("cpu")
+    if world > 1 and not torch.distributed.is_initialized():
+        torch.distributed.init_process_group(backend="nccl" if use_cuda else "gloo")
+    return Dist(rank, world, local, dev)
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics and evaluation
+# --------------------------------------------------------------------------------------------
+
+
+def unigram_baseline(train: TokenizedCorpus, batches: Sequence[dict[str, Tensor]]) -> dict:
+    """The best context-free guess: always the most frequent non-special training token.
+
+    Returns its accuracy on the labelled positions of ``batches`` and the cross-entropy of
+    the add-one-smoothed unigram distribution there (what an MLM loss should beat).
+    """
+    counts = torch.from_numpy(train.unigram_counts()).double()
+    for i in train.vocab.special_ids:
+        counts[i] = 0
+    best = int(counts.argmax())
+    logp = torch.log((counts + 1) / (counts + 1).sum())
+    targets = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in batches])
+    return {
+        "token_id": best,
+        "mlm_acc": float((targets == best).double().mean()),
+        "mlm_loss": float(-logp[targets].mean()),
+        "n_predictions": int(targets.numel()),
+    }
+
+
+@torch.no_grad()
+def evaluate(
+    model: BertForPreTraining,
+    batches: Sequence[dict[str, Tensor]],
+    mask_id: int,
+    device: torch.device,
+    bf16: bool = False,
+) -> dict:
+    """MLM loss/accuracy (all predicted positions, and [MASK] positions only), NSP loss/acc."""
+    was_training = model.training
+    model.eval()
+    mlm_sum = mlm_correct = n = mask_correct = n_mask = 0.0
+    nsp_sum = nsp_correct = n_pairs = 0.0
+    for b in batches:
+        b = {k: v.to(device) for k, v in b.items()}
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            out = model(**b)
+        logits, targets = out.prediction_logits.float(), out.mlm_targets
+        chosen = b["labels"] != IGNORE_INDEX
+        at_mask = b["input_ids"][chosen] == mask_id  # (N,) which predictions saw [MASK]
+        pred = logits.argmax(-1)
+        mlm_sum += float(F.cross_entropy(logits, targets, reduction="sum"))
+        mlm_correct += float((pred == targets).sum())
+        n += targets.numel()
+        mask_correct += float((pred == targets)[at_mask].sum())
+        n_mask += float(at_mask.sum())
+        nsp_logits = out.seq_relationship_logits.float()
+        nsp = b["next_sentence_label"]
+        nsp_sum += float(F.cross_entropy(nsp_logits, nsp, reduction="sum"))
+        nsp_correct += float((nsp_logits.argmax(-1) == nsp).sum())
+        n_pairs += nsp.numel()
+    model.train(was_training)
+    mlm_loss = mlm_sum / max(n, 1)
+    return {
+        "mlm_loss": mlm_loss,
+        "mlm_perplexity": math.exp(min(mlm_loss, 50.0)),
+        "mlm_acc": mlm_correct / max(n, 1),
+        "mlm_acc_at_mask": mask_correct / max(n_mask, 1),
+        "nsp_loss": nsp_sum / max(n_pairs, 1),
+        "nsp_acc": nsp_correct / max(n_pairs, 1),
+        "n_predictions": int(n),
+        "n_pairs": int(n_pairs),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Checkpoints
+# --------------------------------------------------------------------------------------------
+
+
+def _checkpoint_path(path: str | Path) -> Path:
+    """Accept an output folder (uses its ``checkpoint/``) or a checkpoint folder."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file():
+        return path
+    if (path / CHECKPOINT_DIR / "model.safetensors").is_file():
+        return path / CHECKPOINT_DIR
+    raise FileNotFoundError(
+        f"no checkpoint in {path}: expected {path}/model.safetensors or "
+        f"{path}/{CHECKPOINT_DIR}/model.safetensors (written by python -m bertcourse.pretrain)"
+    )
+
+
+def save_checkpoint(
+    out_dir: Path,
+    model: BertForPreTraining,
+    tokenizer: Any,
+    cfg: PretrainConfig,
+    state: dict,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+) -> Path:
+    """Write ``out_dir/checkpoint/``: model.safetensors (tied weights stored once),
+    config.json, tokenizer.json and trainer_state.pt. Written to a temporary folder first, then
+    renamed, so a crash never leaves half a checkpoint."""
+    import shutil
+
+    from safetensors.torch import save_model
+
+    final = out_dir / CHECKPOINT_DIR
+    tmp = out_dir / (CHECKPOINT_DIR + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_model(model, str(tmp / "model.safetensors"))
+    meta = {"model": model.config.to_dict(), "pretrain": dataclasses.asdict(cfg)}
+    (tmp / "config.json").write_text(json.dumps(meta, indent=2))
+    tokenizer.save(str(tmp / "tokenizer.json"))
+    torch.save(
+        {**state, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()},
+        tmp / "trainer_state.pt",
+    )
+    old = out_dir / (CHECKPOINT_DIR + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def load_checkpoint(
+    path: str | Path, device: str | torch.device = "cpu"
+) -> tuple[BertForPreTraining, Any]:
+    """``(model in eval mode, tokenizers.Tokenizer)`` from an output or checkpoint folder."""
+    from safetensors.torch import load_model
+    from tokenizers import Tokenizer
+
+    ckpt = _checkpoint_path(path)
+    meta = json.loads((ckpt / "config.json").read_text())
+    model = BertForPreTraining(BertConfig.from_dict(meta["model"]))
+    load_model(model, str(ckpt / "model.safetensors"), device=str(device))
+    model.tie_weights()
+    return model.to(device).eval(), Tokenizer.from_file(str(ckpt / "tokenizer.json"))
+
+
+# --------------------------------------------------------------------------------------------
+# Fill-mask
+# --------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def fill_mask(
+    model: BertForPreTraining, tokenizer: Any, text: str, top_k: int = 5
+) -> list[list[tuple[str, float]]]:
+    """Top-k predictions (token, probability) for each ``[MASK]`` in ``text``.
+
+    ``tokenizer`` is a ``tokenizers.Tokenizer`` (from :func:`load_checkpoint` or
+    :func:`bertcourse.data.bert_tokenizer`). Works with any BertForPreTraining, e.g. one
+    pretrained here or one converted from transformers with the bert-base-uncased vocab.
+    """
+    mask_id = tokenizer.token_to_id("[MASK]")
+    enc = tokenizer.encode(text)
+    ids = torch.tensor([enc.ids])  # (1, L)
+    positions = (ids[0] == mask_id).nonzero().flatten()
+    if positions.numel() == 0:
+        raise ValueError(f"no [MASK] in {text!r}: write [MASK] where a word should be guessed")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out = model(ids.to(device), torch.tensor([enc.type_ids], device=device))
+    model.train(was_training)
+    probs = out.prediction_logits[0, positions].float().softmax(-1)  # (M, V)
+    top = probs.topk(top_k, dim=-1)
+    return [
+        [(tokenizer.id_to_token(int(i)), float(p)) for p, i in zip(ps, ix)]
+        for ps, ix in zip(top.values, top.indices)
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Plots
+# --------------------------------------------------------------------------------------------
+
+
+def save_plots(report: dict, out_dir: Path) -> list[str]:
+    """``curves.png`` (MLM/NSP loss and accuracy, train and held-out) and ``lr.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    train, ev = report["history"]["train"], report["history"]["eval"]
+    base = report["unigram_baseline"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    s = [r["step"] for r in train]
+    es = [r["step"] for r in ev]
+    ax = axes[0]
+    ax.plot(s, [r["mlm_loss"] for r in train], label="MLM train", color="C0", alpha=0.7)
+    ax.plot(es, [r["mlm_loss"] for r in ev], "o-", label="MLM held-out", color="C0")
+    ax.plot(s, [r["nsp_loss"] for r in train], label="NSP train", color="C1", alpha=0.7)
+    ax.plot(es, [r["nsp_loss"] for r in ev], "o-", label="NSP held-out", color="C1")
+    ax.axhline(base["mlm_loss"], ls="--", color="gray", label="unigram MLM loss")
+    ax.set(xlabel="step", ylabel="cross-entropy (nats)", title="Losses")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    ax.plot(s, [r["mlm_acc"] for r in train], label="train", color="C0", alpha=0.7)
+    ax.plot(es, [r["mlm_acc"] for r in ev], "o-", label="held-out", color="C0")
+    ax.plot(es, [r["mlm_acc_at_mask"] for r in ev], "s:", label="held-out, [MASK] only", color="C2")
+    ax.axhline(base["mlm_acc"], ls="--", color="gray", label="unigram baseline")
+    ax.set(xlabel="step", ylabel="accuracy", title="MLM accuracy", ylim=(0, None))
+    ax.legend(fontsize=8)
+    ax = axes[2]
+    ax.plot(s, [r["nsp_acc"] for r in train], label="train", color="C1", alpha=0.7)
+    ax.plot(es, [r["nsp_acc"] for r in ev], "o-", label="held-out", color="C1")
+    ax.axhline(0.5, ls="--", color="gray", label="chance")
+    ax.set(xlabel="step", ylabel="accuracy", title="NSP accuracy", ylim=(0, 1))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_dir / "curves.png", dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot([r["step"] for r in train], [r["lr"] for r in train])
+    ax.set(xlabel="step", ylabel="learning rate", title=f"Schedule: {report['config']['schedule']}")
+    fig.tight_layout()
+    fig.savefig(out_dir / "lr.png", dpi=100)
+    plt.close(fig)
+    return ["curves.png", "lr.png"]
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------
+
+
+def _check_resume(cfg: PretrainConfig, saved: PretrainConfig) -> None:
+    fixed = ("model", "layers", "hidden", "heads", "intermediate", "tokenizer", "text_files",
+             "documents", "max_seq_length", "batch_size", "seed", "heldout_percent")  # fmt: skip
+    diff = [f for f in fixed if getattr(cfg, f) != getattr(saved, f)]
+    if diff:
+        raise ValueError(
+            "cannot resume: these settings differ from the checkpoint's: "
+            + ", ".join(
+                f"{f}={getattr(cfg, f)!r} (checkpoint: {getattr(saved, f)!r})" for f in diff
+            )
+            + ". Start from PretrainConfig.load(dir) (the command line does this for you)."
+        )
+
+
+def run(cfg: PretrainConfig) -> dict:
+    """Pretrain (or resume) and return the report (also written to ``output_dir/report.json``).
+
+    Works in one process or under torchrun (see the module docstring). The report holds the
+    final held-out metrics (``report["final_eval"]``), the unigram baseline
+    (``report["unigram_baseline"]``), their ratio, timings, corpus sizes and the history.
+    """
+    t_start = time.perf_counter()
+    dist = setup_distributed(cfg.device)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    if cfg.batch_size % dist.world_size:
+        raise ValueError(
+            f"batch_size {cfg.batch_size} (global) must be divisible by the number of "
+            f"processes {dist.world_size}"
+        )
+    per_rank = cfg.batch_size // dist.world_size
+    out_dir = Path(cfg.output_dir)
+    if dist.is_main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+
+    # Data: rank 0 builds the cache, the others then read it.
+    corpus_kwargs = dict(
+        text_files=cfg.text_files, documents=cfg.documents, cache_dir=cfg.cache_dir
+    )
+    if dist.is_main:
+        corpus, tokenizer = load_corpus(cfg.tokenizer, **corpus_kwargs)
+    dist.barrier()
+    if not dist.is_main:
+        corpus, tokenizer = load_corpus(cfg.tokenizer, **corpus_kwargs)
+    train, heldout = corpus.split(cfg.heldout_percent)
+    if len(heldout) < 2:  # tiny user corpora: hold out the last two documents instead
+        keep = [i < len(corpus) - 2 for i in range(len(corpus))]
+        train, heldout = corpus.subset(keep), corpus.subset([not k for k in keep])
+    vocab = corpus.vocab
+    ev_batches = eval_batches(
+        heldout,
+        seed=cfg.seed,
+        max_seq_length=cfg.max_seq_length,
+        max_examples=cfg.eval_examples,
+        mlm_probability=cfg.mlm_probability,
+    )
+    baseline = unigram_baseline(train, ev_batches)
+
+    # Model, optimizer, schedule.
+    torch.manual_seed(cfg.seed)
+    model_config = cfg.model_config(vocab)
+    model = BertForPreTraining(model_config).to(dist.device)
+    n_params = sum(p.numel() for p in model.parameters())
+    optimizer = AdamW(
+        bert_param_groups(model, cfg.weight_decay),
+        lr=cfg.lr,
+        eps=cfg.adam_eps,
+        bias_correction=cfg.bias_correction,
+    )
+    scheduler = make_lr_scheduler(
+        optimizer, cfg.schedule, warmup_steps=cfg.warmup, total_steps=cfg.steps
+    )
+    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0,
+                             "train_seconds": 0.0, "history": {"train": [], "eval": []}}  # fmt: skip
+    if cfg.resume:
+        from safetensors.torch import load_model
+
+        ckpt = _checkpoint_path(cfg.resume)
+        _check_resume(cfg, PretrainConfig.load(ckpt))
+        load_model(model, str(ckpt / "model.safetensors"), device=str(dist.device))
+        model.tie_weights()
+        saved = torch.load(ckpt / "trainer_state.pt", map_location=dist.device, weights_only=False)
+        optimizer.load_state_dict(saved.pop("optimizer"))
+        scheduler.load_state_dict(saved.pop("scheduler"))
+        state.update(saved)
+        if state["step"] > cfg.steps:
+            raise ValueError(f"the checkpoint is at step {state['step']}, beyond steps={cfg.steps}")
+    ddp_model = model
+    if dist.enabled:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        ddp_model = DDP(model, device_ids=[dist.local_rank] if dist.device.type == "cuda" else None)
+
+    bar = None
+    if dist.is_main and cfg.progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=cfg.steps, initial=state["step"], desc="pretrain", dynamic_ncols=True)
+
+    def log(msg: str) -> None:
+        if dist.is_main:
+            (bar.write if bar is not None else print)(msg, file=sys.stderr)
+
+    if dist.is_main:
+        log(
+            f"{cfg.model} model ({n_params / 1e6:.2f}M parameters), train {train.num_tokens:,} "
+            f"tokens in {len(train)} docs, held-out {heldout.num_tokens:,} tokens "
+            f"({sum(len(b['input_ids']) for b in ev_batches)} pairs), world size "
+            f"{dist.world_size}, device {dist.device}, {torch.get_num_threads()} threads"
+        )
+
+    def run_eval() -> dict:
+        res = {}
+        if dist.is_main:
+            res = {
+                "step": state["step"],
+                **evaluate(model, ev_batches, vocab.mask_id, dist.device, cfg.bf16),
+            }
+            state["history"]["eval"].append(res)
+            log(
+                f"step {state['step']}: held-out MLM acc {res['mlm_acc']:.3f} ([MASK] only "
+                f"{res['mlm_acc_at_mask']:.3f}; unigram {baseline['mlm_acc']:.3f}), MLM loss "
+                f"{res['mlm_loss']:.3f}, NSP acc {res['nsp_acc']:.3f}"
+            )
+        dist.barrier()
+        return res
+
+    def checkpoint() -> None:
+        if dist.is_main:
+            save_checkpoint(out_dir, model, tokenizer, cfg, state, optimizer, scheduler)
+        dist.barrier()
+
+    # The loop.
+    window = torch.zeros(6, dtype=torch.float64)  # sums since the last log line
+    batches_per_epoch = 0
+    steps_this_run = 0
+    stop_reason = "steps"
+    t_train = time.perf_counter()
+    train_seconds_before = state["train_seconds"]
+    model.train()
+    while state["step"] < cfg.steps:
+        loader = pretraining_dataloader(
+            train,
+            batch_size=per_rank,
+            epoch=state["epoch"],
+            seed=cfg.seed,
+            rank=dist.rank,
+            world_size=dist.world_size,
+            skip_batches=state["batch_in_epoch"],
+            max_seq_length=cfg.max_seq_length,
+            mlm_probability=cfg.mlm_probability,
+            num_workers=cfg.num_workers,
+        )
+        if state["batch_in_epoch"] == 0 and len(loader) == 0:
+            raise ValueError(
+                f"an epoch has fewer than {cfg.batch_size} sentence pairs: use a smaller "
+                "--batch-size or more text"
+            )
+        batches_per_epoch = state["batch_in_epoch"] + len(loader)
+        stop = False
+        for batch in loader:
+            batch = {k: v.to(dist.device, non_blocking=True) for k, v in batch.items()}
+            # Dropout noise of this step depends only on (seed, step, rank): exact resume.
+            torch.manual_seed(_mix_seed(cfg.seed, state["step"], dist.rank, 3))
+            with torch.autocast(dist.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+                out = ddp_model(**batch)
+            logits, targets = out.prediction_logits.float(), out.mlm_targets
+            mlm_sum = F.cross_entropy(logits, targets, reduction="sum")
+            nsp_logits = out.seq_relationship_logits.float()
+            nsp_labels = batch["next_sentence_label"]
+            nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
+            with torch.no_grad():
+                stats = torch.stack([
+                    torch.tensor(float(targets.numel()), device=logits.device),
+                    mlm_sum.detach(),
+                    (logits.argmax(-1) == targets).sum().double(),
+                    nsp_loss.detach() * len(nsp_labels),
+                    (nsp_logits.argmax(-1) == nsp_labels).sum().double(),
+                    torch.tensor(float(len(nsp_labels)), device=logits.device),
+                ]).double()  # fmt: skip
+                stats = dist.all_reduce_sum(stats).cpu()
+            # Mean over the masked tokens of the GLOBAL batch. DDP averages gradients over the
+            # W processes, hence the factor W: sum_r W * sum_r / (W * N) = global mean.
+            n_global = stats[0].item()
+            mlm_loss = mlm_sum * (dist.world_size / n_global) if n_global else mlm_sum * 0.0
+            loss = mlm_loss + nsp_loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            lr = optimizer.param_groups[0]["lr"]
+            optimizer.step()
+            scheduler.step()
+
+            state["step"] += 1
+            state["batch_in_epoch"] += 1
+            state["tokens"] += int(batch["attention_mask"].sum()) * dist.world_size
+            steps_this_run += 1
+            window += stats
+            if bar is not None:
+                bar.update(1)
+            if state["step"] % cfg.log_every == 0 or state["step"] == cfg.steps:
+                n, ms, mc, ns, nc, b = window.tolist()
+                row = {
+                    "step": state["step"],
+                    "lr": lr,
+                    "mlm_loss": ms / max(n, 1),
+                    "nsp_loss": ns / max(b, 1),
+                    "mlm_acc": mc / max(n, 1),
+                    "nsp_acc": nc / max(b, 1),
+                }
+                row["loss"] = row["mlm_loss"] + row["nsp_loss"]
+                state["history"]["train"].append(row)
+                window.zero_()
+                if bar is not None:
+                    bar.set_postfix(
+                        loss=f"{row['loss']:.3f}",
+                        mlm_acc=f"{row['mlm_acc']:.3f}",
+                        nsp_acc=f"{row['nsp_acc']:.3f}",
+                        lr=f"{lr:.1e}",
+                        refresh=False,
+                    )
+            state["train_seconds"] = train_seconds_before + time.perf_counter() - t_train
+            if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < cfg.steps:
+                run_eval()
+            if cfg.checkpoint_every and state["step"] % cfg.checkpoint_every == 0:
+                checkpoint()
+            if state["step"] >= cfg.steps:
+                break
+            if cfg.stop_after is not None and steps_this_run >= cfg.stop_after:
+                stop, stop_reason = True, "stop_after"
+                break
+            if cfg.max_minutes is not None:
+                over = torch.tensor([float(time.perf_counter() - t_start > 60 * cfg.max_minutes)])
+                if dist.all_reduce_sum(over).item() > 0:
+                    stop, stop_reason = True, "max_minutes"
+                    break
+        else:
+            state["epoch"] += 1
+            state["batch_in_epoch"] = 0
+        if stop:
+            break
+    if bar is not None:
+        bar.close()
+
+    final = run_eval()
+    checkpoint()
+    report: dict = {}
+    if dist.is_main:
+        report = {
+            "config": dataclasses.asdict(cfg),
+            "model_config": model_config.to_dict(),
+            "parameters": n_params,
+            "stopped_by": stop_reason,
+            "steps_done": state["step"],
+            "epochs_done": state["epoch"] + state["batch_in_epoch"] / max(batches_per_epoch, 1),
+            "tokens_seen": state["tokens"],
+            "train_seconds": state["train_seconds"],
+            "wall_seconds_this_run": time.perf_counter() - t_start,
+            "tokens_per_second": state["tokens"] / max(state["train_seconds"], 1e-9),
+            "world_size": dist.world_size,
+            "device": str(dist.device),
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "corpus": {
+                "source": corpus.meta.get("source", "stdlib"),
+                "tokenizer": cfg.tokenizer,
+                "vocab_size": vocab.size,
+                "train": train.stats(),
+                "heldout": heldout.stats(),
+            },
+            "unigram_baseline": baseline,
+            "final_eval": final,
+            "mlm_acc_over_baseline": final["mlm_acc"] / max(baseline["mlm_acc"], 1e-12),
+            "history": state["history"],
+        }
+        (out_dir / "report.json").write_text(json.dumps(report, indent=2))
+        if cfg.plots:
+            report["plots"] = save_plots(report, out_dir)
+        log(
+            f"done: {state['step']} steps in {state['train_seconds']:.0f} s "
+            f"({report['tokens_per_second']:,.0f} tokens/s); held-out MLM acc "
+            f"{final['mlm_acc']:.3f} = {report['mlm_acc_over_baseline']:.2f}x the unigram "
+            f"baseline {baseline['mlm_acc']:.3f}; NSP acc {final['nsp_acc']:.3f}. "
+            f"Report: {out_dir / 'report.json'}"
+        )
+    if dist.enabled:
+        torch.distributed.barrier()
+    return report
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+
+def _train_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bertcourse.pretrain",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    d = PretrainConfig()
+    a = p.add_argument
+    g = p.add_argument_group("model")
+    g.add_argument("--model", choices=MODEL_SIZES, help=f"size preset (default {d.model})")
+    g.add_argument("--layers", type=int, help="number of layers (overrides the preset)")
+    g.add_argument("--hidden", type=int, help="hidden size")
+    g.add_argument("--heads", type=int, help="attention heads")
+    g.add_argument("--intermediate", type=int, help="feed-forward size")
+    g.add_argument("--dropout", type=float, help=f"dropout (default {d.dropout})")
+    g = p.add_argument_group("data")
+    g.add_argument("--tokenizer", help="'bert' (bert-base-uncased, default) or 'wordpiece-N'")
+    g.add_argument("--text-files", nargs="+", help="your own .txt files or folders")
+    g.add_argument("--documents", choices=["file", "block"], help="document unit of --text-files")
+    g.add_argument("--max-seq-length", type=int, help=f"default {d.max_seq_length}")
+    g.add_argument("--eval-examples", type=int, help="cap on held-out pairs")
+    g = p.add_argument_group("optimisation")
+    g.add_argument("--steps", type=int, help=f"optimizer steps (default {d.steps})")
+    g.add_argument("--batch-size", type=int, help=f"global batch (default {d.batch_size})")
+    g.add_argument("--lr", type=float, help=f"peak learning rate (default {d.lr})")
+    g.add_argument("--warmup-steps", type=int, help="default: 10%% of --steps")
+    g.add_argument("--schedule", choices=["linear", "polynomial"], help="default linear")
+    g.add_argument("--weight-decay", type=float, help=f"default {d.weight_decay}")
+    g.add_argument("--seed", type=int, help=f"default {d.seed}")
+    g = p.add_argument_group("running")
+    a("--output", dest="output_dir", help=f"output folder (default {d.output_dir})")
+    a("--resume", help="continue from this output/checkpoint folder (its settings are reused)")
+    a("--eval-every", type=int, help=f"held-out evaluation every N steps (default {d.eval_every})")
+    a("--checkpoint-every", type=int, help=f"default {d.checkpoint_every}")
+    a("--log-every", type=int, help=f"default {d.log_every}")
+    a("--stop-after", type=int, help="stop after N steps of this run (resume later)")
+    a("--max-minutes", type=float, help="stop after this many minutes (then evaluate, save)")
+    a("--threads", type=int, help="torch threads per process")
+    a("--device", choices=["auto", "cpu", "cuda"], help="default auto")
+    a("--bf16", action="store_true", default=None, help="bf16 autocast (GPU)")
+    a("--num-workers", type=int, help="DataLoader workers (default 0)")
+    a("--no-progress", dest="progress", action="store_false", default=None, help="no tqdm bar")
+    a("--no-plots", dest="plots", action="store_false", default=None, help="no PNG plots")
+    return p
+
+
+def _fill_mask_main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(
+        prog="python -m bertcourse.pretrain fill-mask",
+        description="Print a trained model's top predictions for each [MASK] in a sentence.",
+    )
+    p.add_argument("--checkpoint", required=True, help="output or checkpoint folder of a run")
+    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("text", nargs="+", help='e.g. "return the [MASK] of the list."')
+    args = p.parse_args(argv)
+    model, tokenizer = load_checkpoint(args.checkpoint)
+    for text in args.text:
+        print(text)
+        for i, preds in enumerate(fill_mask(model, tokenizer, text, args.top_k)):
+            shown = "  ".join(f"{tok} {p:.3f}" for tok, p in preds)
+            print(f"  [MASK] {i + 1}: {shown}")
+
+
+def main(argv: list[str] | None = None) -> dict | None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "fill-mask":
+        _fill_mask_main(argv[1:])
+        return None
+    if argv and argv[0] == "train":
+        argv = argv[1:]
+    args = vars(_train_parser().parse_args(argv))
+    given = {k: v for k, v in args.items() if v is not None}
+    base = PretrainConfig()
+    if given.get("resume"):
+        # The saved settings, except the per-invocation limits.
+        base = PretrainConfig.load(given["resume"]).replace(stop_after=None, max_minutes=None)
+    cfg = base.replace(**given)
+    if not given.get("resume"):
+        cfg = cfg.replace(resume=None)
+    report = run(cfg)
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    return report
+
+
+if __name__ == "__main__":
+    main()
