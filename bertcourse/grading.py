@@ -104,6 +104,26 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "torch.nn.functional.multi_head_attention_forward",
         "torch.nn.MultiheadAttention.forward",
     ),
+    "embeddings": ("bertcourse.embeddings.BertEmbeddings.forward",),
+    "layer": (
+        "bertcourse.encoder.BertLayer.forward",
+        "bertcourse.encoder.BertIntermediate.forward",
+        "bertcourse.encoder.BertOutput.forward",
+        "bertcourse.attention.BertAttention.forward",
+        "bertcourse.attention.BertSelfOutput.forward",
+        "torch.nn.TransformerEncoderLayer.forward",
+    ),
+    "modules": tuple(
+        f"bertcourse.{module}.{name}.__init__"
+        for module, names in (
+            ("model", ("BertModel", "BertForPreTraining")),
+            ("embeddings", ("BertEmbeddings",)),
+            ("encoder", ("BertEncoder", "BertLayer", "BertIntermediate", "BertOutput")),
+            ("attention", ("BertAttention", "BertSelfAttention", "BertSelfOutput")),
+            ("heads", ("BertPooler", "BertPreTrainingHeads", "BertLMPredictionHead")),
+        )
+        for name in names
+    ),
     "masks": (
         "bertcourse.masks.padding_mask",
         "bertcourse.masks.extended_attention_mask",

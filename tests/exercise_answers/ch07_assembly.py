@@ -1,0 +1,175 @@
+# ruff: noqa
+# Wrong and alternative answers for the cells of solutions/ch07_assembly (tests/test_exercises.py).
+# "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
+# "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+
+
+# %% wrong embed: no position embeddings
+def embed(embeddings, input_ids, token_type_ids):
+    x = embeddings.word_embeddings(input_ids) + embeddings.token_type_embeddings(token_type_ids)
+    return embeddings.dropout(embeddings.layer_norm(x))
+
+
+# %% wrong embed: LayerNorm before the token types are added
+def embed(embeddings, input_ids, token_type_ids):
+    positions = torch.arange(input_ids.shape[1])
+    x = embeddings.layer_norm(
+        embeddings.word_embeddings(input_ids) + embeddings.position_embeddings(positions)
+    )
+    return embeddings.dropout(x + embeddings.token_type_embeddings(token_type_ids))
+
+
+# %% wrong embed: positions counted from 1
+def embed(embeddings, input_ids, token_type_ids):
+    positions = torch.arange(1, input_ids.shape[1] + 1).clamp(
+        max=embeddings.position_embeddings.num_embeddings - 1
+    )
+    x = (
+        embeddings.word_embeddings(input_ids)
+        + embeddings.position_embeddings(positions)
+        + embeddings.token_type_embeddings(token_type_ids)
+    )
+    return embeddings.dropout(embeddings.layer_norm(x))
+
+
+# %% wrong layer: pre-LN (LayerNorm before each sublayer)
+def encoder_layer(layer, hidden_states, bias=None):
+    out = layer.attention.output
+    context, _ = layer.attention.self_attn(out.layer_norm(hidden_states), bias)
+    h = hidden_states + out.dense(context)
+    inner = F.gelu(layer.intermediate.dense(layer.output.layer_norm(h)))
+    return h + layer.output.dense(inner)
+
+
+# %% wrong layer: ReLU instead of GELU
+def encoder_layer(layer, hidden_states, bias=None):
+    context, _ = layer.attention.self_attn(hidden_states, bias)
+    out = layer.attention.output
+    h = out.layer_norm(hidden_states + out.dense(context))
+    inner = torch.relu(layer.intermediate.dense(h))
+    return layer.output.layer_norm(h + layer.output.dense(inner))
+
+
+# %% wrong layer: the feed-forward residual adds the layer input instead of h'
+def encoder_layer(layer, hidden_states, bias=None):
+    context, _ = layer.attention.self_attn(hidden_states, bias)
+    out = layer.attention.output
+    h = out.layer_norm(hidden_states + out.dense(context))
+    inner = F.gelu(layer.intermediate.dense(h))
+    return layer.output.layer_norm(hidden_states + layer.output.dense(inner))
+
+
+# %% wrong layer: calls the layer itself (forbidden)
+def encoder_layer(layer, hidden_states, bias=None):
+    return layer(hidden_states, bias)[0]
+
+
+# %% wrong count: forgets the biases
+def count_parameters(config):
+    H, I = config.hidden_size, config.intermediate_size
+    embeddings = (
+        config.vocab_size + config.max_position_embeddings + config.type_vocab_size
+    ) * H + 2 * H
+    layer = 4 * H * H + 2 * H + 2 * H * I + 2 * H
+    return embeddings + config.num_hidden_layers * layer + H * H
+
+
+# %% wrong count: forgets the pooler
+def count_parameters(config):
+    H, I = config.hidden_size, config.intermediate_size
+    embeddings = (
+        config.vocab_size + config.max_position_embeddings + config.type_vocab_size
+    ) * H + 2 * H
+    layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H
+    return embeddings + config.num_hidden_layers * layer
+
+
+# %% wrong count: builds the model and counts (the constructors are disabled)
+def count_parameters(config):
+    return sum(p.numel() for p in BertModel(config).parameters())
+
+
+# %% wrong step: never zeroes the gradients (they accumulate)
+def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
+    loss = model(**batch).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    return loss.item()
+
+
+# %% wrong step: only the MLM loss
+def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
+    optimizer.zero_grad()
+    loss = model(**batch).mlm_loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    return loss.item()
+
+
+# %% wrong step: clips after the optimizer step (no effect on the update)
+def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
+    optimizer.zero_grad()
+    loss = model(**batch).loss
+    loss.backward()
+    optimizer.step()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    return loss.item()
+
+
+# %% alternative embed: one embedding lookup at a time, positions expanded to (B, L)
+def embed(embeddings, input_ids, token_type_ids):
+    B, L = input_ids.shape
+    positions = torch.arange(L).unsqueeze(0).expand(B, L)
+    x = embeddings.word_embeddings.weight[input_ids]
+    x = x + embeddings.position_embeddings.weight[positions]
+    x = x + embeddings.token_type_embeddings.weight[token_type_ids]
+    ln = embeddings.layer_norm
+    return F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+
+
+# %% alternative layer: explicit F.linear, F.layer_norm and the erf form of GELU
+def encoder_layer(layer, hidden_states, bias=None):
+    def linear(module, x):
+        return F.linear(x, module.weight, module.bias)
+
+    def norm(module, x):
+        return F.layer_norm(x, module.normalized_shape, module.weight, module.bias, module.eps)
+
+    context = layer.attention.self_attn(hidden_states, bias)[0]
+    h = norm(
+        layer.attention.output.layer_norm,
+        hidden_states + linear(layer.attention.output.dense, context),
+    )
+    z = linear(layer.intermediate.dense, h)
+    gelu = 0.5 * z * (1 + torch.erf(z / 2**0.5))
+    return norm(layer.output.layer_norm, h + linear(layer.output.dense, gelu))
+
+
+# %% alternative count: sums of module sizes
+def count_parameters(config):
+    H, I, L = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+
+    def linear(n_in, n_out):
+        return n_in * n_out + n_out
+
+    def norm(n):
+        return 2 * n
+
+    embeddings = sum(
+        n * H for n in (config.vocab_size, config.max_position_embeddings, config.type_vocab_size)
+    ) + norm(H)
+    per_layer = 4 * linear(H, H) + linear(H, I) + linear(I, H) + 2 * norm(H)
+    return int(embeddings + L * per_layer + linear(H, H))
+
+
+# %% alternative step: set_to_none=False and the losses added by hand
+def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
+    model.zero_grad(set_to_none=False)
+    output = model(**batch)
+    loss = output.mlm_loss + output.nsp_loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(list(model.parameters()), max_norm=max_grad_norm)
+    optimizer.step()
+    return float(loss.detach())
