@@ -71,7 +71,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -479,6 +479,12 @@ def _check_resume(cfg: PretrainConfig, saved: PretrainConfig) -> None:
         )
 
 
+class TrainResult(NamedTuple):
+    model: BertForPreTraining  # this process's model (not the DDP wrapper), in train mode
+    tokenizer: Any  # tokenizers.Tokenizer
+    report: dict  # empty on ranks other than 0
+
+
 def run(cfg: PretrainConfig) -> dict:
     """Pretrain (or resume) and return the report (also written to ``output_dir/report.json``).
 
@@ -486,6 +492,11 @@ def run(cfg: PretrainConfig) -> dict:
     final held-out metrics (``report["final_eval"]``), the unigram baseline
     (``report["unigram_baseline"]``), their ratio, timings, corpus sizes and the history.
     """
+    return train(cfg).report
+
+
+def train(cfg: PretrainConfig) -> TrainResult:
+    """:func:`run`, also returning the trained model and the tokenizer."""
     t_start = time.perf_counter()
     dist = setup_distributed(cfg.device)
     if cfg.threads:
@@ -753,7 +764,7 @@ def run(cfg: PretrainConfig) -> dict:
         )
     if dist.enabled:
         torch.distributed.barrier()
-    return report
+    return TrainResult(model, tokenizer, report)
 
 
 # --------------------------------------------------------------------------------------------
