@@ -192,3 +192,47 @@ def test_execution_cache_is_keyed_to_the_package_source(tmp_path: Path) -> None:
     assert changed != key
     (pkg / "masks.py").rename(pkg / "masks2.py")
     assert book_ext.package_hash(tmp_path) not in (key, changed)  # a rename counts too
+
+
+def test_launch_buttons_open_the_exercise_notebook() -> None:
+    pytest.importorskip("sphinx")
+    book_ext = _load("book_ext", ROOT / "bertcourse" / "viz" / "book_ext.py")
+
+    class Env:
+        metadata = {
+            "book/ch01_attention": {"exercise": "exercises/ch01_attention/attention.ipynb"},
+            "book/ch09_draft": {},
+        }
+
+        def doc2path(self, docname: str, base: bool = True) -> str:
+            return f"{docname}.md"
+
+    class App:
+        env = Env()
+
+    def context(page: str) -> dict:
+        base = "https://github.com/bertcourse/bertcourse/blob/main"
+        urls = {
+            "Binder": f"https://mybinder.org/v2/gh/bertcourse/bertcourse/main?urlpath=lab/tree/{page}.md",
+            "Colab": f"https://colab.research.google.com/github/bertcourse/bertcourse/blob/main/{page}.md",
+        }
+        buttons = [{"text": k, "tooltip": f"Launch on {k}", "url": u} for k, u in urls.items()]
+        return {
+            "header_buttons": [
+                {"label": "download-buttons", "buttons": [{"url": f"{base}/{page}.md"}]},
+                {"label": "launch-buttons", "buttons": buttons},
+            ]
+        }
+
+    chapter = context("book/ch01_attention")
+    book_ext._launch_exercise(App(), "book/ch01_attention", "page.html", chapter, None)
+    launch = chapter["header_buttons"][1]["buttons"]
+    assert [b["url"].endswith("exercises/ch01_attention/attention.ipynb") for b in launch] == [
+        True,
+        True,
+    ]
+    assert chapter["header_buttons"][0]["buttons"][0]["url"].endswith("ch01_attention.md")
+
+    draft = context("book/ch09_draft")  # no exercise: Colab cannot open .md, so no Colab button
+    book_ext._launch_exercise(App(), "book/ch09_draft", "page.html", draft, None)
+    assert [b["text"] for b in draft["header_buttons"][1]["buttons"]] == ["Binder"]

@@ -12,7 +12,10 @@ Two jobs:
    new, empty cache folder, so every executed page runs again; the changed config value also
    makes Sphinx re-read every page. Folders of older hashes are deleted.
 2. Fail early, with the fix named, when the offline MathJax copy is missing.
-3. Keep pages free of console errors: sphinx-thebe (always loaded by Jupyter Book 1) declares
+3. Point the launch buttons (JupyterLab/Binder, Colab) of a chapter at its exercise notebook:
+   a page whose front matter has `exercise: exercises/chNN_topic/name.ipynb` gets launch links
+   to that notebook instead of to the chapter's own MyST source (Colab cannot open .md).
+4. Keep pages free of console errors: sphinx-thebe (always loaded by Jupyter Book 1) declares
    `const THEBE_JS_URL` twice in every page (a SyntaxError in the browser) and points at
    unpkg.com. Live code (thebe) is off in `_config.yml`, so its scripts are dropped from pages.
 """
@@ -100,9 +103,28 @@ def _drop_thebe(app: Sphinx, pagename: str, templatename: str, context: dict, do
     context["script_files"] = kept
 
 
+def _launch_exercise(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    exercise = app.env.metadata.get(pagename, {}).get("exercise")
+    source = Path(app.env.doc2path(pagename, base=False)).as_posix()
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "launch-buttons":
+            continue
+        buttons = group.get("buttons", [])
+        if exercise:
+            for button in buttons:
+                if source in button.get("url", ""):
+                    button["url"] = button["url"].replace(source, exercise)
+                    button["tooltip"] = f"{button.get('tooltip', 'Launch')}: the exercise notebook"
+        elif source.endswith(".md"):
+            # Colab opens .ipynb files only: no button rather than a broken one
+            group["buttons"] = [b for b in buttons if "colab." not in b.get("url", "")]
+
+
 def setup(app: Sphinx) -> dict:
     # priority < 500: run before myst-nb reads its configuration on builder-inited.
     app.connect("config-inited", _key_cache_to_package, priority=400)
     app.connect("builder-inited", _check_mathjax)
     app.connect("html-page-context", _drop_thebe)
+    # after sphinx-book-theme's add_launch_buttons (priority 501)
+    app.connect("html-page-context", _launch_exercise, priority=502)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
