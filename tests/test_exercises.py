@@ -17,9 +17,10 @@ Two levels, for every assignment:
   untouched release), ONE `nbgrader autograde` for all (nbgrader grades one notebook after the
   other; one command saves its ~2 s start-up per student), `generate_feedback`, `export` to CSV.
   Scores per test cell come from the gradebook, totals from the CSV. To keep CI time down, the
-  wrong answers are grouped: round r gives the r-th wrong answer of every other part to one
-  student ("wrongR-a": parts 1, 3, ...; "wrongR-b": parts 2, 4, ...), so each student's
-  right parts show that its wrong answers cost nothing elsewhere.
+  first two wrong answers of each part go through nbgrader, grouped: round r gives the r-th
+  wrong answer of every other part to one student ("wrongR-a": parts 1, 3, ...; "wrongR-b":
+  parts 2, 4, ...), so each student's right parts show that its wrong answers cost nothing
+  elsewhere.
 
 Assignments are separate tests so that pytest-xdist runs them in parallel.
 """
@@ -47,6 +48,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ANSWERS = Path(__file__).resolve().parent / "exercise_answers"
 COURSE_ID = "bertcourse"
+# Wrong answers per part that go through nbgrader (the others run in process only): the issue's
+# minimum of two, which keeps the seven pipeline tests within their CI budget.
+NBGRADER_WRONG_PER_PART = 2
 
 
 def _load_builder():
@@ -309,6 +313,10 @@ def test_assignment_grades(tmp_path, assignment):
     ]
     for kind in ("wrong", "alternative"):
         by_part = {p: [a for a in answers if a.kind == kind and a.grade_id == p] for p in parts}
+        if (
+            kind == "wrong"
+        ):  # every variant runs in test_answers_in_process; nbgrader the first ones
+            by_part = {p: v[:NBGRADER_WRONG_PER_PART] for p, v in by_part.items()}
         for r in range(max(len(v) for v in by_part.values())):
             groups = [parts[0::2], parts[1::2]] if kind == "wrong" else [parts]
             for name, group in zip("ab", groups):

@@ -2,6 +2,7 @@
 # Wrong and alternative answers for the cells of solutions/ch01_attention (tests/test_exercises.py).
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+# Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
 
 # %% wrong sdpa: no 1/sqrt(d_k) scaling
 def scaled_dot_product_attention(q, k, v, bias=None):
@@ -78,6 +79,11 @@ def self_attention(module, hidden_states, bias=None):
     return merge_heads(torch.softmax(scores, dim=-1) @ v)
 
 
+# %% wrong self_attention: calls the module itself (forbidden)
+def self_attention(module, hidden_states, bias=None):
+    return module(hidden_states, bias)[0]
+
+
 # %% wrong self_attention: the values come from the key projection
 def self_attention(module, hidden_states, bias=None):
     A = module.num_heads
@@ -93,11 +99,6 @@ def self_attention(module, hidden_states, bias=None):
     if bias is not None:
         bias = bias[:, 0]  # (B, 1, L)
     return scaled_dot_product_attention(q, k, v, bias)[0]
-
-
-# %% wrong self_attention: calls the module itself (forbidden)
-def self_attention(module, hidden_states, bias=None):
-    return module(hidden_states, bias)[0]
 
 
 # %% alternative sdpa: einsum, and masked scores added in place

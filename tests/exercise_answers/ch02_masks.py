@@ -2,6 +2,7 @@
 # Wrong and alternative answers for the cells of solutions/ch02_masks (tests/test_exercises.py).
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+# Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
 
 
 # %% wrong padding_mask: inverted (1 = padding)

@@ -2,6 +2,7 @@
 # Wrong and alternative answers for the cells of solutions/ch04_loss (tests/test_exercises.py).
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+# Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
 
 
 # %% wrong log_softmax: no max subtraction (exp overflows for large logits)
@@ -62,6 +63,15 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     return (torch.softmax(logits, dim=-1) - one_hot) * keep[..., None]
 
 
+# %% wrong grad: autograd through F.cross_entropy (forbidden)
+def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
+    z = logits.detach().clone().requires_grad_()
+    F.cross_entropy(
+        z.reshape(-1, z.shape[-1]), targets.reshape(-1), ignore_index=ignore_index
+    ).backward()
+    return z.grad
+
+
 # %% wrong grad: divides by all items, ignored ones included
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
@@ -74,15 +84,6 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
     one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
     return (one_hot - torch.softmax(logits, dim=-1)) * keep[..., None] / keep.sum().clamp(min=1)
-
-
-# %% wrong grad: autograd through F.cross_entropy (forbidden)
-def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
-    z = logits.detach().clone().requires_grad_()
-    F.cross_entropy(
-        z.reshape(-1, z.shape[-1]), targets.reshape(-1), ignore_index=ignore_index
-    ).backward()
-    return z.grad
 
 
 # %% wrong mlm: the loss averaged over all B*L positions

@@ -2,6 +2,7 @@
 # Wrong and alternative answers for the cells of solutions/ch05_nsp (tests/test_exercises.py).
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+# Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
 
 
 # %% wrong pair: segment B's type starts at the [SEP] after A
@@ -99,15 +100,15 @@ def nsp_loss_and_accuracy(logits, labels):
     return loss, (logits.argmax(dim=0)[labels] == labels).float().mean()
 
 
+# %% wrong loss: calls F.cross_entropy (forbidden)
+def nsp_loss_and_accuracy(logits, labels):
+    return F.cross_entropy(logits, labels), (logits.argmax(dim=-1) == labels).float().mean()
+
+
 # %% wrong loss: a sigmoid on column 1 (binary cross-entropy), not the 2-way softmax
 def nsp_loss_and_accuracy(logits, labels):
     loss = F.binary_cross_entropy_with_logits(logits[:, 1], labels.float())
     return loss, (logits.argmax(dim=-1) == labels).float().mean()
-
-
-# %% wrong loss: calls F.cross_entropy (forbidden)
-def nsp_loss_and_accuracy(logits, labels):
-    return F.cross_entropy(logits, labels), (logits.argmax(dim=-1) == labels).float().mean()
 
 
 # %% alternative pair: built in a loop, typed by a flag

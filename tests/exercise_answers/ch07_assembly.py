@@ -2,6 +2,7 @@
 # Wrong and alternative answers for the cells of solutions/ch07_assembly (tests/test_exercises.py).
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
+# Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
 
 
 # %% wrong embed: no position embeddings
@@ -74,6 +75,11 @@ def count_parameters(config):
     return embeddings + config.num_hidden_layers * layer + H * H
 
 
+# %% wrong count: builds the model and counts (the constructors are disabled)
+def count_parameters(config):
+    return sum(p.numel() for p in BertModel(config).parameters())
+
+
 # %% wrong count: forgets the pooler
 def count_parameters(config):
     H, I = config.hidden_size, config.intermediate_size
@@ -82,11 +88,6 @@ def count_parameters(config):
     ) * H + 2 * H
     layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H
     return embeddings + config.num_hidden_layers * layer
-
-
-# %% wrong count: builds the model and counts (the constructors are disabled)
-def count_parameters(config):
-    return sum(p.numel() for p in BertModel(config).parameters())
 
 
 # %% wrong step: never zeroes the gradients (they accumulate)
