@@ -94,3 +94,21 @@ def masked_softmax(scores, attention_mask):
 def to_sdpa_bool_mask(attention_mask):
     B, L = attention_mask.shape
     return (attention_mask != 0).view(B, 1, 1, L)
+
+
+# %% alternative padding_mask: copy-constructs a tensor (PyTorch warns: silenced by the test helpers)
+def padding_mask(input_ids, pad_token_id=0):
+    return torch.tensor(input_ids != pad_token_id, dtype=torch.long)
+
+
+# %% alternative masked_softmax: a library warning printed on stderr (nbgrader's IgnorePattern drops it)
+import sys
+import warnings
+
+
+def masked_softmax(scores, attention_mask):
+    warnings.showwarning(
+        UserWarning("a library warning"), UserWarning, "library.py", 1, file=sys.stderr
+    )
+    bias = (1.0 - attention_mask[:, None, None, :].to(scores.dtype)) * torch.finfo(scores.dtype).min
+    return torch.softmax(scores + bias, dim=-1)
