@@ -221,7 +221,8 @@ def test_solution_notebooks_match_their_sources():
     stale = [
         name
         for name in ASSIGNMENTS
-        if builder.notebook_path(name).read_text() != builder.render(builder.build_notebook(name))
+        if json.loads(builder.notebook_path(name).read_text())
+        != json.loads(builder.render(builder.build_notebook(name)))
     ]
     assert not stale, f"rebuild with `python solutions/_build_notebooks.py --release`: {stale}"
 
