@@ -191,7 +191,10 @@ def _run_cells(source_nb, answers, namespace, results) -> None:
         )
         error = None
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
                 exec(compile(source, f"<cell {meta.get('grade_id')}>", "exec"), namespace)
         except BaseException as e:  # noqa: BLE001 - a cell may raise anything, as in a kernel
             error = f"{type(e).__name__}: {str(e)[:300]}"
@@ -252,7 +255,6 @@ def test_assignments_are_well_formed():
             compile(answer.source, f"{name}:{answer.label}", "exec")  # no accidental syntax errors
 
 
-@pytest.mark.filterwarnings("ignore:a library warning")  # ch02's answer that warns on purpose
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_answers_in_process(assignment):
     """Each answer variant alone: exactly the expected test cells fail."""

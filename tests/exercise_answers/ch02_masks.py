@@ -107,8 +107,6 @@ import warnings
 
 
 def masked_softmax(scores, attention_mask):
-    warnings.showwarning(
-        UserWarning("a library warning"), UserWarning, "library.py", 1, file=sys.stderr
-    )
+    sys.stderr.write(warnings.formatwarning("a library warning", UserWarning, "library.py", 1))
     bias = (1.0 - attention_mask[:, None, None, :].to(scores.dtype)) * torch.finfo(scores.dtype).min
     return torch.softmax(scores + bias, dim=-1)
