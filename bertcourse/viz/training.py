@@ -8,6 +8,7 @@ all work, as long as `numpy.asarray` accepts them.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -280,19 +281,28 @@ def plot_bias_correction(
     ylabel: str = "update size / learning rate",
     title: str = "Adam's first steps with and without bias correction",
     logx: bool = True,
+    predicted: Sequence[str] = (),
 ) -> Figure:
     """Lines of a per-step quantity (e.g. the update size in units of lr) for several variants.
 
     Args:
         steps: (T,) step numbers, starting at 1.
         curves: `{variant: (T,) values}`.
+        predicted: names of curves that are formulas rather than measurements: drawn as thin
+            dotted black lines on top, so that a measured curve under them stays visible.
     """
     t = _np(steps)
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for (name, y), color in zip(curves.items(), _CYCLE):
+    measured = [(n, y) for n, y in curves.items() if n not in predicted]
+    formulas = [(n, y) for n, y in curves.items() if n in predicted]
+    for (name, y), color in zip(measured, _CYCLE):
         y = _np(y)
         _check_same_length(steps=t, **{name: y})
-        ax.plot(t, y, color=color, lw=1.6, label=name)
+        ax.plot(t, y, color=color, lw=2.2, label=name)
+    for name, y in formulas:
+        y = _np(y)
+        _check_same_length(steps=t, **{name: y})
+        ax.plot(t, y, color="black", lw=1.0, ls=":", label=name)
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     if logx:
         ax.set_xscale("log")
@@ -335,7 +345,8 @@ def plot_schedules(
         for name, color in zip(names[1:], _CYCLE[1:]):
             axes[1].plot(t, first - _np(schedules[name]), color=color, lw=1.6)
         axes[1].axhline(0, color="black", lw=0.6)
-        axes[1].set_title(f"{names[0]} minus {' / '.join(names[1:])}", fontsize=9)
+        diff_title = f"{names[0]} minus {' / '.join(names[1:])}"
+        axes[1].set_title(textwrap.fill(diff_title, 48), fontsize=9)
         axes[1].set_ylabel("difference")
     for ax in axes:
         ax.set_xlabel("step")
@@ -359,20 +370,25 @@ def plot_curves(
     panels: Sequence[Mapping[str, Sequence[float] | tuple[Sequence[float], Sequence[float]]]]
     | None = None,
     panel_ylabels: Sequence[str] | None = None,
+    sharey: bool = False,
 ) -> Figure:
     """Training curves: one line per run, optionally smoothed, optionally several panels.
 
     Args:
         curves: `{run name: y (T,)}` or `{run name: (x (T,), y (T,))}`; the first panel.
-        hline: `(value, label)` for a reference level (e.g. ln V, the loss of a uniform guess).
+        hline: `(value, label)` for a reference level (e.g. ln V, the loss of a uniform guess),
+            drawn in every panel.
         smooth: width of a trailing moving average (1 = raw values); the raw curve is drawn
             faintly behind the smoothed one.
         panels: more `curves`-like mappings, one per extra panel, sharing the x axis label.
         panel_ylabels / ax_titles: labels and titles for the extra panels (and the first one).
+        sharey: one y scale for all panels.
     """
     all_panels = [curves, *(panels or [])]
     ylabels = [ylabel, *(panel_ylabels or [ylabel] * (len(all_panels) - 1))]
-    fig, axes = plt.subplots(1, len(all_panels), figsize=(4.8 * len(all_panels) + 0.8, 3.5))
+    fig, axes = plt.subplots(
+        1, len(all_panels), figsize=(4.8 * len(all_panels) + 0.8, 3.5), sharey=sharey
+    )
     axes = np.atleast_1d(axes)
     for i, (ax, panel) in enumerate(zip(axes, all_panels)):
         for (name, data), color in zip(panel.items(), _CYCLE):
@@ -389,14 +405,15 @@ def plot_curves(
                 ax.plot(x[smooth - 1 :], ys, color=color, lw=1.6, label=name)
             else:
                 ax.plot(x, y, color=color, lw=1.6, label=name, marker="o" if len(y) < 30 else None)
-        if i == 0 and hline is not None:
+        if hline is not None:
             ax.axhline(hline[0], color="black", ls="--", lw=1, label=hline[1])
         if logy:
             ax.set_yscale("log")
         if ylim is not None:
             ax.set_ylim(*ylim)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabels[i])
+        if i == 0 or not sharey:
+            ax.set_ylabel(ylabels[i])
         if ax_titles is not None and i < len(ax_titles):
             ax.set_title(ax_titles[i], fontsize=10)
         ax.legend(frameon=False, fontsize=8)
@@ -502,8 +519,7 @@ def plot_fill_mask(
         ax.set_yticks(np.arange(len(toks)), toks, fontsize=8)
         ax.set_xlim(0, max(1e-9, probs.max()) * 1.15)
         ax.set_xlabel("probability")
-        wrapped = sentence if len(sentence) <= 40 else sentence[:38] + "..."
-        ax.set_title(wrapped, fontsize=8)
+        ax.set_title(textwrap.fill(sentence, 40), fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
