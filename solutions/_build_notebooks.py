@@ -18,6 +18,9 @@ Usage (from the repository root):
     python solutions/_build_notebooks.py            # write the .ipynb files
     python solutions/_build_notebooks.py --release  # ... and regenerate exercises/ with nbgrader
     python solutions/_build_notebooks.py --check    # exit 1 if a notebook is out of date
+    python solutions/_build_notebooks.py --time-autograde 8
+        # in a temporary copy of the course: autograde the solutions as one student, assignment
+        # by assignment, then 8 students of chapter 1 in one command; print the times
 
 Edit the sources, not the notebooks: tests/test_exercises.py fails when a notebook differs
 from what its source builds, or when exercises/ differs from what nbgrader generates.
@@ -27,8 +30,12 @@ from __future__ import annotations
 
 import argparse
 import re
+import resource
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -151,13 +158,90 @@ def render(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
+def _solved(
+    release: nbformat.NotebookNode, solution: nbformat.NotebookNode
+) -> nbformat.NotebookNode:
+    """The release notebook with every answer cell holding the solution (delimiters removed)."""
+    answers = {
+        c.metadata.nbgrader["grade_id"]: "\n".join(
+            line
+            for line in c.source.splitlines()
+            if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")
+        )
+        for c in solution.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+    nb = nbformat.from_dict(nbformat.reads(nbformat.writes(release), as_version=4))
+    for c in nb.cells:
+        if c.metadata.get("nbgrader", {}).get("solution"):
+            c.source = answers[c.metadata.nbgrader["grade_id"]]
+    return nb
+
+
+def time_autograde(names: list[str], batch: int) -> None:
+    """Print autograde wall and CPU times (nbgrader and its kernels) for solved notebooks."""
+
+    def nbgrader(course: Path, *args: str) -> tuple[float, float]:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "nbgrader", *args], cwd=course, check=True, capture_output=True
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
+        return time.perf_counter() - start, cpu
+
+    with tempfile.TemporaryDirectory() as tmp:
+        course = Path(tmp)
+        shutil.copy(ROOT / "nbgrader_config.py", course)
+        for name in names:
+            shutil.copytree(HERE / name, course / "solutions" / name)
+            nbgrader(course, "generate_assignment", name)
+
+        def submit(student: str, name: str) -> None:
+            nb_name = notebook_path(name).name
+            release = nbformat.read(course / "exercises" / name / nb_name, as_version=4)
+            solution = nbformat.read(course / "solutions" / name / nb_name, as_version=4)
+            folder = course / ".grading" / "submitted" / student / name
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(_solved(release, solution), folder / nb_name)
+
+        total_wall = total_cpu = 0.0
+        for name in names:
+            submit("one", name)
+            wall, cpu = nbgrader(course, "autograde", name, "--student=one")
+            total_wall, total_cpu = total_wall + wall, total_cpu + cpu
+            print(f"one student, {name}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
+        print(f"one student, all {len(names)}: {total_wall:.1f} s wall, {total_cpu:.1f} s CPU")
+        if batch:
+            for i in range(batch):
+                submit(f"batch{i:03d}", names[0])
+            wall, cpu = nbgrader(course, "autograde", names[0], "--student=batch*")
+            print(
+                f"{batch} students of {names[0]} in one command: {wall:.1f} s wall "
+                f"({wall / batch:.2f} s per notebook), {cpu:.1f} s CPU ({cpu / batch:.2f} s per notebook)"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only check, write nothing")
-    parser.add_argument("--release", action="store_true", help="then run nbgrader generate_assignment")
+    parser.add_argument(
+        "--release", action="store_true", help="then run nbgrader generate_assignment"
+    )
+    parser.add_argument(
+        "--time-autograde",
+        type=int,
+        metavar="N",
+        default=None,
+        help="time autograding the solutions (one student, then N students of the first assignment)",
+    )
     parser.add_argument("assignments", nargs="*", help="default: all")
     args = parser.parse_args(argv)
     names = args.assignments or assignment_names()
+    if args.time_autograde is not None:
+        time_autograde(names, args.time_autograde)
+        return 0
     stale = []
     for name in names:
         path = notebook_path(name)
