@@ -158,23 +158,25 @@ def render(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def _solved(
-    release: nbformat.NotebookNode, solution: nbformat.NotebookNode
-) -> nbformat.NotebookNode:
-    """The release notebook with every answer cell holding the solution (delimiters removed)."""
-    answers = {
+def solution_answers(solution: nbformat.NotebookNode) -> dict[str, str]:
+    """grade id -> the instructor's answer in a solution notebook, BEGIN/END SOLUTION lines removed."""
+    delimiters = ("### BEGIN SOLUTION", "### END SOLUTION")
+    return {
         c.metadata.nbgrader["grade_id"]: "\n".join(
-            line
-            for line in c.source.splitlines()
-            if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")
+            line for line in c.source.splitlines() if line.strip() not in delimiters
         )
         for c in solution.cells
         if c.metadata.get("nbgrader", {}).get("solution")
     }
-    nb = nbformat.from_dict(nbformat.reads(nbformat.writes(release), as_version=4))
+
+
+def fill(release: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """A copy of a release notebook with the given answer cells filled in, as a learner would."""
+    nb = nbformat.reads(nbformat.writes(release), as_version=4)
     for c in nb.cells:
-        if c.metadata.get("nbgrader", {}).get("solution"):
-            c.source = answers[c.metadata.nbgrader["grade_id"]]
+        meta = c.metadata.get("nbgrader", {})
+        if meta.get("solution") and meta["grade_id"] in answers:
+            c.source = answers[meta["grade_id"]]
     return nb
 
 
@@ -204,7 +206,7 @@ def time_autograde(names: list[str], batch: int) -> None:
             solution = nbformat.read(course / "solutions" / name / nb_name, as_version=4)
             folder = course / ".grading" / "submitted" / student / name
             folder.mkdir(parents=True, exist_ok=True)
-            nbformat.write(_solved(release, solution), folder / nb_name)
+            nbformat.write(fill(release, solution_answers(solution)), folder / nb_name)
 
         total_wall = total_cpu = 0.0
         for name in names:

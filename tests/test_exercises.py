@@ -67,7 +67,6 @@ builder = _load_builder()
 ASSIGNMENTS = builder.assignment_names()
 
 BLOCK = re.compile(r"^# %% (wrong|alternative) ([\w-]+): (.+)$")
-SOLUTION_LINE = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 
 
 # --- answers --------------------------------------------------------------------------------
@@ -97,25 +96,8 @@ def load_answers(assignment: str) -> list[Answer]:
     return answers
 
 
-def solution_answers(solution_nb: nbformat.NotebookNode) -> dict[str, str]:
-    """grade id -> the instructor's answer, without the BEGIN/END SOLUTION lines."""
-    out = {}
-    for cell in solution_nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            lines = [x for x in cell.source.splitlines() if not SOLUTION_LINE.match(x)]
-            out[meta["grade_id"]] = "\n".join(lines)
-    return out
-
-
-def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
-    """A copy of the release notebook with the given answer cells filled in."""
-    nb = nbformat.from_dict(json.loads(json.dumps(release_nb)))
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
-            cell.source = answers[grade_id]
-    return nb
+solution_answers = builder.solution_answers  # grade id -> the instructor's answer
+fill = builder.fill  # a release notebook with answer cells filled in
 
 
 # --- the course copy ------------------------------------------------------------------------
