@@ -249,8 +249,8 @@ def model_flops_per_step(config: BertConfig, batch: int, seq: int, n_labelled: i
     return 3.0 * (n * per_layer + head)
 
 
-def bench_gpu(batch: int, seq: int, steps: int, device: str = "cuda") -> dict:
-    ours, theirs, config = build_pair("base")
+def bench_gpu(batch: int, seq: int, steps: int, device: str = "cuda", size: str = "base") -> dict:
+    ours, theirs, config = build_pair(size)
     ours, theirs = ours.to(device).train(), theirs.to(device).train()
     x = make_inputs(config, batch, seq).to(device)
     n_labelled = int((x.labels != -100).sum())
