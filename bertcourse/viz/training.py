@@ -370,6 +370,7 @@ def plot_curves(
     panels: Sequence[Mapping[str, Sequence[float] | tuple[Sequence[float], Sequence[float]]]]
     | None = None,
     panel_ylabels: Sequence[str] | None = None,
+    panel_hlines: Sequence[tuple[float, str] | None] | None = None,
     sharey: bool = False,
 ) -> Figure:
     """Training curves: one line per run, optionally smoothed, optionally several panels.
@@ -382,6 +383,7 @@ def plot_curves(
             faintly behind the smoothed one.
         panels: more `curves`-like mappings, one per extra panel, sharing the x axis label.
         panel_ylabels / ax_titles: labels and titles for the extra panels (and the first one).
+        panel_hlines: one `(value, label)` or None per panel, instead of `hline` for all.
         sharey: one y scale for all panels.
     """
     all_panels = [curves, *(panels or [])]
@@ -405,8 +407,9 @@ def plot_curves(
                 ax.plot(x[smooth - 1 :], ys, color=color, lw=1.6, label=name)
             else:
                 ax.plot(x, y, color=color, lw=1.6, label=name, marker="o" if len(y) < 30 else None)
-        if hline is not None:
-            ax.axhline(hline[0], color="black", ls="--", lw=1, label=hline[1])
+        level = hline if panel_hlines is None else panel_hlines[i]
+        if level is not None:
+            ax.axhline(level[0], color="black", ls="--", lw=1, label=level[1])
         if logy:
             ax.set_yscale("log")
         if ylim is not None:
@@ -431,7 +434,8 @@ def plot_parameter_breakdown(
     *,
     title: str = "Where the parameters are",
 ) -> Figure:
-    """Stacked horizontal bars: each model's parameters split by component, in millions.
+    """Stacked horizontal bars: each model's parameters split by component, in millions (left)
+    and as shares of the total (right).
 
     Args:
         counts: `{model name: {component: number of parameters}}`; components may differ
@@ -441,25 +445,26 @@ def plot_parameter_breakdown(
     components: list[str] = []
     for c in counts.values():
         components += [k for k in c if k not in components]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 0.7 * len(models) + 1.6))
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 0.55 * len(models) + 2.4), sharey=True)
     y = np.arange(len(models))
+    totals = _np([sum(counts[m].values()) for m in models])
     for ax, relative in zip(axes, (False, True)):
         left = np.zeros(len(models))
-        totals = _np([sum(counts[m].values()) for m in models])
         for comp, color in zip(components, _CYCLE):
             vals = _np([counts[m].get(comp, 0) for m in models])
             vals = vals / totals if relative else vals / 1e6
             ax.barh(y, vals, left=left, color=color, label=comp)
             left += vals
-        ax.set_yticks(y, models, fontsize=8)
         ax.set_xlabel("share of the parameters" if relative else "parameters (millions)")
-        if not relative:
-            for yi, tot in zip(y, totals):
-                ax.text(tot / 1e6, yi, f" {tot / 1e6:.1f}M", va="center", fontsize=8)
-            ax.set_xlim(0, totals.max() / 1e6 * 1.2)
-    axes[1].legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    for yi, tot in zip(y, totals):
+        axes[0].text(tot / 1e6, yi, f" {tot / 1e6:.1f}M", va="center", fontsize=8)
+    axes[0].set_xlim(0, totals.max() / 1e6 * 1.3)
+    axes[1].set_xlim(0, 1)
+    axes[0].set_yticks(y, models, fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=8)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig
 
 
