@@ -1,0 +1,154 @@
+"""Command line: `python -m bertcourse.grade ASSIGNMENT [--workers N] [--db URL] [--csv PATH]`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+
+EPILOG = textwrap.dedent(
+    """\
+    Every submission under the course's submitted folder (nbgrader layout:
+    <submitted>/<student>/<assignment>/<notebook>.ipynb) and every student of the
+    gradebook gets exactly one status:
+
+      graded            all cells ran; the score is the sum of the passed tests
+      timed_out         a cell ran past --cell-timeout or the notebook past --notebook-timeout
+      crashed           the kernel died (os._exit, a segfault) or the grader failed
+      memory_exceeded   the kernel reached --memory
+      invalid_notebook  the file is not a readable notebook (score 0)
+      tampered          tests or their metadata were changed, or student code patched the
+                        test environment; graded with the instructor's tests, for review
+      missing           no notebook was submitted (score 0)
+
+    Scores and statuses go to the gradebook (SQLite from nbgrader_config.py, or --db
+    postgresql://user:password@host/db) and to the CSV; feedback HTML to the feedback
+    folder; a grade-distribution plot next to the CSV. Grading again recomputes
+    everything from scratch. Run as root for the full jail (own user, namespaces,
+    cgroups); see book/instructors.md.
+    """
+)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bertcourse.grade",
+        description="Grade every submission of an nbgrader assignment in isolated, "
+        "resource-limited kernels, in parallel.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("assignment", help="assignment name, e.g. ch01_attention")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="parallel kernels (default: the number of cores, %(default)s here)",
+    )
+    parser.add_argument("--db", help="gradebook URL (default: CourseDirectory.db_url)")
+    parser.add_argument(
+        "--csv", help="CSV to write (default: <grading folder>/reports/ASSIGNMENT_grades.csv)"
+    )
+    parser.add_argument("--course", default=".", help="course folder with nbgrader_config.py")
+    parser.add_argument("--plot", help="PNG of the grade distribution (default: beside the CSV)")
+    parser.add_argument(
+        "--student",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="grade only students matching this glob (repeatable)",
+    )
+    parser.add_argument(
+        "--shard",
+        default="0/1",
+        metavar="K/N",
+        help="grade only the students with crc32(id) %% N == K (several machines, one gradebook)",
+    )
+    parser.add_argument(
+        "--cell-timeout",
+        type=float,
+        help="seconds per cell (default: Execute.timeout of nbgrader_config.py, else 60)",
+    )
+    parser.add_argument(
+        "--notebook-timeout", type=float, default=600.0, help="seconds per notebook (%(default)s)"
+    )
+    parser.add_argument(
+        "--memory", type=int, default=2048, help="MiB per kernel, children included (%(default)s)"
+    )
+    parser.add_argument(
+        "--max-processes", type=int, default=256, help="processes/threads per kernel (%(default)s)"
+    )
+    parser.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
+    parser.add_argument(
+        "--no-isolation",
+        action="store_true",
+        help="do not use a separate user, namespaces or cgroups even as root (weaker)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--init-only",
+        action="store_true",
+        help="create the gradebook tables and record the assignment, then stop "
+        "(run once before starting graders on several machines)",
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="write the CSV and the plot from the gradebook without grading "
+        "(after the graders of all shards have finished)",
+    )
+    parser.add_argument(
+        "--hide",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="another folder the kernels must not see (repeatable)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from bertcourse.grade.runner import Options, run
+
+    try:
+        k, n = (int(x) for x in args.shard.split("/"))
+        if not 0 <= k < n:
+            raise ValueError
+    except ValueError:
+        print(f"--shard must be K/N with 0 <= K < N, got {args.shard!r}", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print("--workers must be at least 1", file=sys.stderr)
+        return 2
+    opts = Options(
+        assignment=args.assignment,
+        course=args.course,
+        workers=args.workers,
+        db=args.db,
+        csv=args.csv,
+        plot=args.plot,
+        students=args.student,
+        shard=(k, n),
+        cell_timeout=args.cell_timeout,
+        notebook_timeout=args.notebook_timeout,
+        memory_mib=args.memory,
+        max_processes=args.max_processes,
+        feedback=not args.no_feedback,
+        isolate=not args.no_isolation,
+        progress=not args.quiet,
+        init_only=args.init_only,
+        report_only=args.report_only,
+        hide=args.hide,
+    )
+    try:
+        run(opts)
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""Run one repaired notebook in a jailed kernel: student cells as cells, test cells via the guard.
+
+`NotebookRun` is nbgrader's `Execute` preprocessor (an nbclient `NotebookClient`: the same
+kernel start-up, per-cell timeout with interrupt, output handling) with four changes:
+
+- the kernel is started through the jail (`isolation.KernelJail`) over Unix-socket (IPC)
+  transport, so that it works across the network namespace;
+- a graded test cell is not sent as a cell: `guard.run_test` runs it from a user expression
+  and returns a verdict that must carry this request's nonce (see `guard`);
+- output is capped per cell and per notebook while it arrives (a print loop cannot fill the
+  grader's memory);
+- the whole notebook has a deadline; a kernel that dies, ignores interrupts or runs out of
+  time ends the run, and every cell that did not run is recorded as such.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import dataclasses
+import json
+import secrets
+import sys
+import time
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.utils import ensure_async
+from nbclient.exceptions import CellControlSignal, CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
+from nbgrader import utils as nbutils
+from nbgrader.preprocessors import Execute
+
+from bertcourse.grade.isolation import KernelJail
+
+MEMORY_ERROR_MARKERS = (
+    "MemoryError",
+    "can't allocate memory",
+    "Cannot allocate memory",
+    "Memory allocation still failed",
+    "std::bad_alloc",
+    "out of memory",
+)
+
+
+class JailedKernelManager(AsyncKernelManager):
+    """An `AsyncKernelManager` whose kernel command goes through the jail's launcher."""
+
+    jail: KernelJail | None = None
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        assert self.jail is not None
+        jail = self.jail
+        if jail.caps.uid is not None:  # the kernel, not root, must read its connection file
+            import os
+
+            os.chown(self.connection_file, jail.caps.uid, jail.caps.gid)
+        cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
+        return jail.command(cmd + list(extra_arguments or []))
+
+
+@dataclasses.dataclass
+class CellResult:
+    """What happened to one graded test cell."""
+
+    grade_id: str
+    max_score: float
+    score: float = 0.0
+    outcome: str = "not_run"  # passed, failed, timed_out, not_run, no_verdict
+    message: str = ""
+    tampered: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What happened to one notebook."""
+
+    cells: dict[str, CellResult]
+    kernel_died: bool = False
+    timed_out: bool = False
+    deadline_hit: bool = False
+    memory_exceeded: bool = False
+    started: bool = False
+    tampered: list[str] = dataclasses.field(default_factory=list)
+    output_truncated: bool = False
+    error: str = ""
+    seconds: float = 0.0
+    peak_memory: int = 0
+
+
+def _msg_size(msg: dict[str, Any]) -> int:
+    content = msg.get("content", {})
+    size = len(content.get("text", "") or "")
+    for value in (content.get("data") or {}).values():
+        size += len(value) if isinstance(value, str) else len(json.dumps(value))
+    for line in content.get("traceback") or []:
+        size += len(line)
+    return size
+
+
+class NotebookRun(Execute):
+    """Execute one notebook for grading (see the module docstring)."""
+
+    def __init__(
+        self,
+        nb: NotebookNode,
+        jail: KernelJail,
+        *,
+        cell_timeout: float,
+        notebook_timeout: float,
+        guard_config: dict[str, Any],
+        max_cell_output: int = 1 << 20,
+        max_total_output: int = 8 << 20,
+        startup_timeout: int = 120,
+    ) -> None:
+        km = JailedKernelManager(kernel_name="python3", transport="ipc")
+        km.connection_file = jail.connection_file
+        km.jail = jail
+        super().__init__(
+            timeout=int(cell_timeout),
+            startup_timeout=startup_timeout,
+            interrupt_on_timeout=True,
+            raise_on_iopub_timeout=True,
+            iopub_timeout=5,
+            allow_errors=True,
+            record_timing=False,
+            shutdown_kernel="immediate",
+            kernel_name="python3",
+        )
+        self.nb = nb
+        self.km = km
+        self.owns_km = True  # shut the kernel down when the run ends
+        self.jail = jail
+        self.cell_timeout = cell_timeout
+        self.notebook_timeout = notebook_timeout
+        self.guard_config = guard_config
+        self.max_cell_output = max_cell_output
+        self.max_total_output = max_total_output
+        self._out_bytes: dict[int, int] = {}
+        self._total_out = 0
+        self._truncated: set[int] = set()
+        self._deadline = 0.0
+        self._timed_out_now = False
+        self.timeout_func = self._cell_timeout
+
+    # timing ------------------------------------------------------------------------------------
+    def _remaining(self) -> float:
+        return self._deadline - time.monotonic()
+
+    def _cell_timeout(self, cell: NotebookNode) -> int:
+        return max(1, int(min(self.cell_timeout, self._remaining()) + 0.999))
+
+    async def _async_handle_timeout(
+        self, timeout: int, cell: NotebookNode | None = None
+    ) -> None | dict[str, Any]:
+        self._timed_out_now = True
+        return await super()._async_handle_timeout(timeout, cell)
+
+    # output ------------------------------------------------------------------------------------
+    def output(
+        self, outs: list[NotebookNode], msg: dict[str, Any], display_id: str | None, cell_index: int
+    ) -> NotebookNode | None:
+        size = _msg_size(msg)
+        self._out_bytes[cell_index] = self._out_bytes.get(cell_index, 0) + size
+        self._total_out += size
+        if (
+            self._out_bytes[cell_index] > self.max_cell_output
+            or self._total_out > self.max_total_output
+        ):
+            if cell_index not in self._truncated:
+                self._truncated.add(cell_index)
+                outs.append(
+                    NotebookNode(
+                        output_type="stream",
+                        name="stdout",
+                        text="\n... output truncated by the grader (too much output) ...\n",
+                    )
+                )
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+    # one request -------------------------------------------------------------------------------
+    async def _request(
+        self, cell: NotebookNode, cell_index: int, code: str, **execute_kwargs: Any
+    ) -> dict[str, Any] | None:
+        """Send one execute request, collect its output into `cell`, return the reply.
+
+        The body of nbclient's `async_execute_cell` for a request that is not a cell's source.
+        """
+        assert self.kc is not None
+        msg_id = await ensure_async(self.kc.execute(code, stop_on_error=False, **execute_kwargs))
+        timeout = self._cell_timeout(cell)
+        cell.outputs = []
+        self.clear_before_next_output = False
+        task_alive = asyncio.ensure_future(self._async_poll_kernel_alive())
+        task_output = asyncio.ensure_future(self._async_poll_output_msg(msg_id, cell, cell_index))
+        self.task_poll_for_reply = asyncio.ensure_future(
+            self._async_poll_for_reply(msg_id, cell, timeout, task_output, task_alive)
+        )
+        try:
+            return await self.task_poll_for_reply
+        except asyncio.CancelledError:
+            task_output.cancel()
+            raise DeadKernelError("Kernel died") from None
+        except Exception as error:
+            if not isinstance(error, CellControlSignal):
+                task_output.cancel()
+            raise
+
+    async def _install_guard(self) -> None:
+        nonce = secrets.token_hex(16)
+        config = dict(self.guard_config, nonce=nonce)
+        expr = (
+            "__import__('bertcourse.grade.guard', fromlist=['install'])"
+            f".install({json.dumps(config)!r})"
+        )
+        scratch = NotebookNode(cell_type="code", source="", outputs=[], metadata={})
+        self.timeout_func = lambda cell: max(1, int(self._remaining()))  # torch import: slow
+        try:
+            reply = await self._request(
+                scratch,
+                -1,
+                "",
+                silent=True,
+                store_history=False,
+                user_expressions={"guard": expr},
+            )
+        finally:
+            self.timeout_func = self._cell_timeout
+        verdict = _parse_expression(reply, "guard")
+        if not verdict or verdict.get("nonce") != nonce:
+            raise RuntimeError(f"the grading guard did not start in the kernel: {reply!r:.500}")
+
+    async def _run_test(self, cell: NotebookNode, cell_index: int, result: CellResult) -> None:
+        nonce = secrets.token_hex(16)
+        request = json.dumps(
+            {
+                "nonce": nonce,
+                "cell": result.grade_id,
+                "source": cell.source,
+            }
+        )
+        expr = f"__import__('bertcourse.grade.guard', fromlist=['run_test']).run_test({request!r})"
+        self._timed_out_now = False
+        reply = await self._request(
+            cell,
+            cell_index,
+            "",
+            silent=True,
+            store_history=False,
+            user_expressions={"verdict": expr},
+        )
+        verdict = _parse_expression(reply, "verdict")
+        if self._timed_out_now:
+            result.outcome = "timed_out"
+            result.message = f"the test did not finish within {self._cell_timeout(cell)} s"
+            cell.outputs.append(_error_output("CellTimeoutError", result.message, []))
+            return
+        if not verdict or verdict.get("nonce") != nonce or verdict.get("cell") != result.grade_id:
+            result.outcome = "no_verdict"
+            result.message = "the test did not report back to the grader (0 points)"
+            result.tampered.append(f"{result.grade_id}: no verdict from the test")
+            cell.outputs.append(_error_output("GraderError", result.message, []))
+            return
+        result.tampered += [f"{result.grade_id}: {x}" for x in verdict.get("tampered_before", [])]
+        during = verdict.get("tampered_during", [])
+        result.tampered += [f"{result.grade_id} (during the test): {x}" for x in during]
+        error = verdict.get("error")
+        if error:
+            cell.outputs.append(
+                _error_output(error["ename"], error["evalue"], error.get("traceback", []))
+            )
+        if verdict.get("passed"):
+            result.outcome = "passed"
+            partial = verdict.get("partial")
+            if partial is not None and 0.0 <= partial <= result.max_score:
+                result.score = float(partial)
+                cell.outputs.append(
+                    NotebookNode(
+                        output_type="execute_result",
+                        data={"text/plain": repr(partial)},
+                        metadata={},
+                        execution_count=None,
+                    )
+                )
+            else:
+                result.score = result.max_score
+        else:
+            result.outcome = "failed"
+            if during:
+                result.message = "the code under test changed the test environment: " + ", ".join(
+                    during[:5]
+                )
+                cell.outputs.append(_error_output("GraderError", result.message, []))
+            elif error:
+                result.message = f"{error['ename']}: {error['evalue'][:300]}"
+
+    # the whole notebook ------------------------------------------------------------------------
+    async def run(self, results: dict[str, CellResult], outcome: RunResult) -> None:
+        self.reset_execution_trackers()
+        start = time.monotonic()
+        self._deadline = start + self.notebook_timeout
+        log = open(self.jail.log_path, "ab")  # noqa: SIM115 (closed in finally)
+        try:
+            async with self.async_setup_kernel(stdout=log, stderr=log, cwd=self.jail.dir):
+                assert self.km is not None
+                self.jail.start_watchdog(self.km.provisioner.pid)  # type: ignore[union-attr]
+                msg_id = await ensure_async(self.kc.kernel_info())
+                await self.async_wait_for_reply(msg_id)
+                await self._install_guard()
+                outcome.started = True
+                for index, cell in enumerate(self.nb.cells):
+                    if cell.cell_type != "code":
+                        continue
+                    if self._remaining() <= 0:
+                        outcome.deadline_hit = outcome.timed_out = True
+                        break
+                    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+                    if grade_id in results and _is_test(cell):
+                        await self._run_test(cell, index, results[grade_id])
+                        if results[grade_id].outcome == "timed_out":
+                            outcome.timed_out = True
+                    else:
+                        self._timed_out_now = False
+                        await self.async_execute_cell(
+                            cell, index, execution_count=self.code_cells_executed + 1
+                        )
+                        if self._timed_out_now:
+                            outcome.timed_out = True
+        except DeadKernelError:
+            outcome.kernel_died = True
+        except CellTimeoutError:  # the kernel ignored the interrupt: it is killed below
+            outcome.timed_out = True
+        except RuntimeError as error:
+            text = str(error)
+            if "Kernel died" in text or "Kernel didn't respond" in text:
+                outcome.kernel_died = True
+            outcome.error = text[:2000]
+        finally:
+            log.close()
+            outcome.seconds = time.monotonic() - start
+            if self._remaining() <= 0 and not outcome.kernel_died:
+                outcome.deadline_hit = outcome.timed_out = True
+        outcome.output_truncated = bool(self._truncated)
+        for result in results.values():
+            outcome.tampered += result.tampered
+
+
+def _is_test(cell: NotebookNode) -> bool:
+    return cell.cell_type == "code" and nbutils.is_grade(cell) and not nbutils.is_solution(cell)
+
+
+def _error_output(ename: str, evalue: str, traceback: list[str]) -> NotebookNode:
+    return NotebookNode(
+        output_type="error",
+        ename=ename,
+        evalue=evalue,
+        traceback=traceback or [f"{ename}: {evalue}"],
+    )
+
+
+def _parse_expression(reply: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """The JSON returned by a user expression, or None."""
+    if not reply:
+        return None
+    try:
+        value = reply["content"]["user_expressions"][key]
+        if value.get("status") != "ok":
+            return None
+        text = ast.literal_eval(value["data"]["text/plain"])
+        out = json.loads(text)
+        return out if isinstance(out, dict) else None
+    except (KeyError, TypeError, ValueError, SyntaxError):
+        return None
+
+
+def memory_error_in(nb: NotebookNode) -> bool:
+    """Did a cell fail with an out-of-memory error (RLIMIT_DATA reached)?"""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                text = f"{out.get('ename')}: {out.get('evalue')}"
+                if any(marker in text for marker in MEMORY_ERROR_MARKERS):
+                    return True
+    return False
+
+
+__all__ = [
+    "CellResult",
+    "JailedKernelManager",
+    "NotebookRun",
+    "RunResult",
+    "memory_error_in",
+]

@@ -1,0 +1,137 @@
+"""Feedback HTML for a student: nbgrader's feedback page, without the hidden tests.
+
+`nbgrader generate_feedback` renders the autograded notebook, whose test cells hold the hidden
+tests (that is how they were run), so students would receive them. Here the same exporter and
+template (`HTMLExporter` with nbgrader's `feedback` template and its `GetGrades` preprocessor,
+reading the scores from the gradebook) render a copy in which
+
+- `ClearHiddenTests` has removed the hidden-test regions from the test cells;
+- any output line that repeats a hidden-test line verbatim is replaced by a notice (student
+  code that printed the test source it saw at grading time);
+- a first cell states the grading status and what was found (time-outs, tampering, ...).
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import os
+from typing import Any
+
+import nbformat
+from nbconvert.exporters import HTMLExporter
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbformat.v4 import new_markdown_cell
+from nbgrader.converters import GenerateFeedback
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+from traitlets.config import Config
+
+from bertcourse.grade.assignment import NotebookSpec
+
+STATUS_TEXT = {
+    "graded": "graded",
+    "timed_out": "timed out: a cell or the whole notebook ran past its time limit",
+    "crashed": "crashed: the Python kernel stopped while running your notebook",
+    "memory_exceeded": "stopped: your notebook used more memory than allowed",
+    "invalid_notebook": "not gradable: the file is not a valid notebook",
+    "tampered": "flagged for review: the tests or their metadata were changed",
+    "missing": "missing: no notebook was submitted",
+}
+
+
+_ACTIVE_MIME = ("text/html", "application/javascript", "image/svg+xml", "text/markdown")
+
+
+def _hidden_lines(spec: NotebookSpec) -> set[str]:
+    lines = set()
+    for cell in spec.cells:
+        if cell.is_test:
+            visible = set(cell.visible_source.splitlines())
+            for line in cell.source.splitlines():
+                line = line.strip()
+                if len(line) >= 16 and line not in visible and not line.startswith("###"):
+                    lines.add(line)
+    return lines
+
+
+def _redact(nb: nbformat.NotebookNode, hidden: set[str]) -> None:
+    notice = "[output removed by the grader: it repeated hidden test code]\n"
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if data and "text/plain" in data:  # no student HTML or script in the page
+                for mime in _ACTIVE_MIME:
+                    data.pop(mime, None)
+            texts = []
+            if out.get("output_type") == "stream":
+                texts.append(out.get("text", ""))
+            elif out.get("output_type") == "error":
+                texts.extend(out.get("traceback", []))
+                texts.append(out.get("evalue", ""))
+            else:
+                texts.extend(v for v in out.get("data", {}).values() if isinstance(v, str))
+            if any(h in text for text in texts for h in hidden):
+                if out.get("output_type") == "stream":
+                    out["text"] = notice
+                elif out.get("output_type") == "error":
+                    out["traceback"] = [notice]
+                    out["evalue"] = "output removed"
+                else:
+                    out["data"] = {"text/plain": notice}
+
+
+def _exporter() -> HTMLExporter:
+    # nbgrader's own feedback configuration (template, CSS paths), as GenerateFeedback sets it
+    config = GenerateFeedback().config
+    merged = Config(config)
+    merged.HTMLExporter.exclude_input_prompt = False
+    exporter = HTMLExporter(config=merged)
+    exporter.register_preprocessor(GetGrades(), enabled=True)
+    exporter.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
+    return exporter
+
+
+def write_feedback(task: Any, result: dict[str, Any]) -> None:
+    """One HTML page per graded notebook under the student's feedback folder."""
+    os.makedirs(task.feedback_dir, exist_ok=True)
+    exporter = _exporter()
+    for nb_spec in task.spec.notebooks:
+        path = os.path.join(task.autograded_dir, f"{nb_spec.name}.ipynb")
+        if not os.path.exists(path):
+            continue
+        nb = copy.deepcopy(nbformat.read(path, as_version=4))
+        resources = {
+            "nbgrader": {
+                "notebook": nb_spec.name,
+                "assignment": task.spec.name,
+                "student": task.student,
+                "db_url": task.db_url,
+            }
+        }
+        nb, resources = ClearHiddenTests(enforce_metadata=False).preprocess(nb, resources)
+        _redact(nb, _hidden_lines(nb_spec))
+        cells = result["notebooks"].get(nb_spec.name, {}).get("cells", {})
+        lines = [
+            f"**Grading status: {STATUS_TEXT.get(result['status'], result['status'])}.**",
+            "",
+        ]
+        for part in nb_spec.parts:
+            cell = cells.get(part.name, {})
+            score = cell.get("score")
+            shown = "-" if score is None else f"{score:g}"
+            note = cell.get("message") or cell.get("outcome", "")
+            note = html.escape(note.splitlines()[0][:200]) if note else ""
+            lines.append(
+                f"- `{part.name}`: {shown} / {part.points:g} {('— ' + note) if note else ''}"
+            )
+        if result.get("detail"):
+            lines += ["", "Notes from the grader:", ""]
+            lines += [f"- {html.escape(p[:300])}" for p in result["detail"].split("; ")[:20]]
+        nb.cells.insert(0, new_markdown_cell("\n".join(lines)))
+        page, _ = exporter.from_notebook_node(nb, resources=resources)
+        target = os.path.join(task.feedback_dir, f"{nb_spec.name}.html")
+        with open(target + ".tmp", "w", encoding="utf-8") as f:
+            f.write(page)
+        os.replace(target + ".tmp", target)

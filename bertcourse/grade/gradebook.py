@@ -1,0 +1,233 @@
+"""Grades and statuses in nbgrader's gradebook (SQLite or PostgreSQL), written atomically.
+
+nbgrader's tables keep the scores: one `Grade` row per graded cell of each submitted notebook
+(`auto_score`), so `nbgrader export`, `generate_feedback` and the formgrader keep working. The
+status of every submission lives beside them, in the same database, in one table of ours:
+
+    bertcourse_grade_status(course_id, assignment, student_id, status, detail, score,
+                            max_score, run_id, host, seconds, graded_at)
+
+A submission is written twice: `mark_pending` (status `pending`, every auto score cleared, in
+one transaction) before its kernel starts, and `save_result` (all scores, comments, the
+status, in one transaction) at the end. A grader that dies in between leaves `pending`, not
+the previous run's marks. Writes are retried when SQLite reports a lock (several worker
+processes share the file; WAL mode lets readers and the writer overlap).
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from nbgrader.api import Gradebook, MissingEntry
+from sqlalchemy import Column, DateTime, Float, String, Text, create_engine, text
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.orm import declarative_base
+
+STATUSES = (
+    "graded",
+    "timed_out",
+    "crashed",
+    "memory_exceeded",
+    "invalid_notebook",
+    "tampered",
+    "missing",
+)
+PENDING = "pending"
+
+Base = declarative_base()
+T = TypeVar("T")
+
+
+class GradeStatus(Base):
+    """The outcome of the last grading run of one submission."""
+
+    __tablename__ = "bertcourse_grade_status"
+    course_id = Column(String(128), primary_key=True)
+    assignment = Column(String(128), primary_key=True)
+    student_id = Column(String(128), primary_key=True)
+    status = Column(String(32), nullable=False)
+    detail = Column(Text(), nullable=False, default="")
+    score = Column(Float(), nullable=False, default=0.0)
+    max_score = Column(Float(), nullable=False, default=0.0)
+    run_id = Column(String(64), nullable=False, default="")
+    host = Column(String(255), nullable=False, default="")
+    seconds = Column(Float(), nullable=False, default=0.0)
+    graded_at = Column(DateTime(), nullable=True)
+
+
+def prepare(db_url: str, course_id: str) -> None:
+    """Create nbgrader's tables and ours; put SQLite in WAL mode. Run once, before workers."""
+    with Gradebook(db_url, course_id):
+        pass
+    engine = create_engine(db_url, future=True)
+    try:
+        Base.metadata.create_all(engine)
+        if engine.dialect.name == "sqlite":
+            with engine.connect() as conn:
+                conn.execute(text("PRAGMA journal_mode=WAL"))
+                conn.commit()
+    finally:
+        engine.dispose()
+
+
+def retrying(fn: Callable[[], T], attempts: int = 60) -> T:
+    """Run `fn`, retrying on lock contention and dropped connections (backoff up to ~2 s)."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except (OperationalError, DBAPIError) as error:
+            text_ = str(error).lower()
+            transient = any(
+                s in text_
+                for s in (
+                    "locked",
+                    "busy",
+                    "deadlock",
+                    "could not serialize",
+                    "connection",
+                    "already exists",  # two graders creating the tables at once
+                    "duplicate key",
+                )
+            )
+            if not transient or attempt == attempts - 1:
+                raise
+            time.sleep(min(2.0, 0.05 * (1.5**attempt)) * (0.5 + random.random()))
+    raise RuntimeError("unreachable")
+
+
+class GradebookWriter:
+    """One worker's connection to the gradebook."""
+
+    def __init__(self, db_url: str, course_id: str) -> None:
+        self.db_url = db_url
+        self.course_id = course_id
+        self.gb = Gradebook(db_url, course_id)
+        self.db = self.gb.db
+        self.host = socket.gethostname()
+
+    def close(self) -> None:
+        self.gb.close()
+
+    def _status_row(self, assignment: str, student: str) -> GradeStatus:
+        row = self.db.get(GradeStatus, (self.course_id, assignment, student))
+        if row is None:
+            row = GradeStatus(course_id=self.course_id, assignment=assignment, student_id=student)
+            self.db.add(row)
+        return row
+
+    def _transaction(self, body: Callable[[], None]) -> None:
+        def attempt() -> None:
+            try:
+                body()
+                self.db.commit()
+            except BaseException:
+                self.db.rollback()
+                raise
+
+        retrying(attempt)
+
+    def mark_pending(
+        self, assignment: str, student: str, run_id: str, timestamp: Any | None, submitted: bool
+    ) -> None:
+        """Clear the student's previous marks and say the submission is being graded."""
+
+        def body() -> None:
+            gb = self.gb
+            gb.update_or_create_student(student)
+            if submitted:
+                kwargs = {"timestamp": timestamp} if timestamp else {}
+                submission = gb.update_or_create_submission(assignment, student, **kwargs)
+                for notebook in submission.notebooks:
+                    notebook.flagged = False
+                    for grade in notebook.grades:
+                        grade.auto_score = None
+                        grade.needs_manual_grade = True
+                    for comment in notebook.comments:
+                        comment.auto_comment = None
+            else:
+                try:
+                    gb.remove_submission(assignment, student)  # a stale row would export marks
+                except MissingEntry:
+                    pass
+            row = self._status_row(assignment, student)
+            row.status = PENDING
+            row.detail = "grading started"
+            row.score = 0.0
+            row.run_id = run_id
+            row.host = self.host
+
+        self._transaction(body)
+
+    def save_result(self, assignment: str, student: str, result: dict[str, Any]) -> None:
+        """Write every score and the status in one transaction."""
+
+        def body() -> None:
+            gb = self.gb
+            if result["submitted"]:
+                submission = gb.find_submission(assignment, student)
+                for notebook in submission.notebooks:
+                    scores = result["notebooks"].get(notebook.name, {})
+                    notebook.flagged = result["status"] != "graded"
+                    for grade in notebook.grades:
+                        cell = scores.get("cells", {}).get(grade.cell.name)
+                        if cell is None or cell.get("score") is None:
+                            grade.auto_score = None
+                            grade.needs_manual_grade = True
+                        else:
+                            grade.auto_score = float(cell["score"])
+                            grade.needs_manual_grade = grade.manual_score is not None
+                    for comment in notebook.comments:
+                        comment.auto_comment = scores.get("comments", {}).get(comment.cell.name)
+            row = self._status_row(assignment, student)
+            row.status = result["status"]
+            row.detail = result["detail"][:20000]
+            row.score = float(result["score"])
+            row.max_score = float(result["max_score"])
+            row.run_id = result["run_id"]
+            row.host = self.host
+            row.seconds = float(result["seconds"])
+            row.graded_at = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+        self._transaction(body)
+
+
+def read_results(db_url: str, course_id: str, assignment: str) -> list[dict[str, Any]]:
+    """Status, score and per-part scores of every student known for the assignment."""
+    rows = []
+    with Gradebook(db_url, course_id) as gb:
+        statuses = {
+            r.student_id: r
+            for r in gb.db.query(GradeStatus).filter_by(course_id=course_id, assignment=assignment)
+        }
+        for student in sorted(statuses):
+            row = statuses[student]
+            parts: dict[tuple[str, str], float | None] = {}
+            try:
+                submission = gb.find_submission(assignment, student)
+            except MissingEntry:
+                submission = None
+            if submission is not None:
+                for notebook in submission.notebooks:
+                    for grade in notebook.grades:
+                        score = (
+                            grade.score
+                            if grade.auto_score is not None or grade.manual_score is not None
+                            else None
+                        )
+                        parts[(notebook.name, grade.cell.name)] = score
+            rows.append(
+                {
+                    "student_id": student,
+                    "status": row.status,
+                    "detail": row.detail,
+                    "score": row.score,
+                    "max_score": row.max_score,
+                    "parts": parts,
+                }
+            )
+    return rows

@@ -1,0 +1,513 @@
+"""Host side of the kernel jail: what this machine offers, the grading user, cgroups, the spec.
+
+`detect()` probes once per run what can be enforced here (root, namespaces, cgroup v2 or v1
+memory and pids controllers) and `KernelJail` turns that into the spec that
+`bertcourse/grade/sandbox.py` (the launcher) builds the jail from, plus the cgroups and a
+watchdog on the kernel's process tree. Measured on the development machine (2 cores, Debian
+12, kernel 6.18, root, cgroup v1 memory + pids): all of it available.
+
+Why not RLIMIT_AS: it limits *virtual* address space, and PyTorch reserves far more than it
+uses (here `import torch` + a 512x512 matmul: VmSize 716 MB for 231 MB resident; glibc malloc
+arenas and OpenBLAS buffers grow with the number of cores). With RLIMIT_AS = 512 MiB torch
+aborts ("OpenBLAS error: Memory allocation still failed"). The memory cap here is a cgroup
+limit on the whole process tree when the machine has one, else an RSS watchdog over the
+tree, always backed by RLIMIT_DATA per process (counts written private memory; `import torch`
+works under 256 MiB).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pwd
+import shutil
+import signal
+import site
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+GRADER_USER = "bertcourse-grader"
+SANDBOX_SCRIPT = str(Path(__file__).with_name("sandbox.py"))
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What this machine lets the grader enforce (see the instructors' guide)."""
+
+    root: bool
+    namespaces: bool
+    uid: int | None
+    gid: int | None
+    cgroup: str | None  # "v2", "v1" or None
+    memory_cgroup: str | None  # parent folder for per-kernel memory cgroups
+    pids_cgroup: str | None  # parent folder for per-kernel pids cgroups (v1), or None
+
+    def describe(self) -> str:
+        if not self.root:
+            return (
+                "not root: kernels run as this user, without namespaces or cgroups "
+                "(resource limits, clean environment and scratch folder only)"
+            )
+        parts = [f"kernels run as uid {self.uid}"]
+        parts.append("namespaces (mount, network, pid)" if self.namespaces else "NO namespaces")
+        parts.append(f"cgroup {self.cgroup} memory/pids limits" if self.cgroup else "RSS watchdog")
+        return ", ".join(parts)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Capabilities:
+        return cls(**json.loads(text))
+
+
+def ensure_grader_user(name: str = GRADER_USER) -> tuple[int, int]:
+    """The (uid, gid) of the unprivileged grading user, created as a system user if missing."""
+    try:
+        entry = pwd.getpwnam(name)
+        return entry.pw_uid, entry.pw_gid
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    try:
+        subprocess.run(
+            [
+                useradd,
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                name,
+            ],
+            check=True,
+            capture_output=True,
+        )
+        entry = pwd.getpwnam(name)
+        return entry.pw_uid, entry.pw_gid
+    except (OSError, subprocess.CalledProcessError, KeyError):
+        entry = pwd.getpwnam("nobody")  # still unprivileged, but shared with other daemons
+        return entry.pw_uid, entry.pw_gid
+
+
+def _probe_namespaces() -> bool:
+    """Can this process unshare mount, network and PID namespaces? (tried in a child)"""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            os._exit(0 if libc.unshare(0x00020000 | 0x40000000 | 0x20000000) == 0 else 1)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _own_cgroup_v1(controller: str) -> str | None:
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controller in controllers.split(","):
+                return path
+    except OSError:
+        pass
+    return None
+
+
+def _probe_cgroup() -> tuple[str | None, str | None, str | None]:
+    """(kind, memory parent, pids parent) for per-kernel cgroups, or Nones."""
+    tag = f"bertcourse-grade-probe-{uuid.uuid4().hex[:8]}"
+    # cgroup v2: the unified hierarchy at /sys/fs/cgroup with the memory controller
+    root = Path("/sys/fs/cgroup")
+    if (root / "cgroup.controllers").exists():
+        try:
+            own = Path("/proc/self/cgroup").read_text().split("::", 1)[1].strip()
+            parent = root / own.lstrip("/") / "bertcourse-grade"
+            parent.mkdir(exist_ok=True)
+            (parent / "cgroup.subtree_control").write_text("+memory +pids")
+            probe = parent / tag
+            probe.mkdir()
+            (probe / "memory.max").write_text(str(1 << 30))
+            probe.rmdir()
+            return "v2", str(parent), str(parent)
+        except (OSError, IndexError):
+            pass
+    # cgroup v1: separate memory and pids hierarchies
+    mem_root = root / "memory"
+    own = _own_cgroup_v1("memory")
+    if (mem_root / "memory.limit_in_bytes").exists() and own is not None:
+        try:
+            parent = mem_root / own.lstrip("/") / "bertcourse-grade"
+            parent.mkdir(exist_ok=True)
+            probe = parent / tag
+            probe.mkdir()
+            (probe / "memory.limit_in_bytes").write_text(str(1 << 30))
+            probe.rmdir()
+            pids_parent = None
+            own_pids = _own_cgroup_v1("pids")
+            if (root / "pids").is_dir() and own_pids is not None:
+                p = root / "pids" / own_pids.lstrip("/") / "bertcourse-grade"
+                try:
+                    p.mkdir(exist_ok=True)
+                    pids_parent = str(p)
+                except OSError:
+                    pids_parent = None
+            return "v1", str(parent), pids_parent
+        except OSError:
+            pass
+    return None, None, None
+
+
+def detect(user: str = GRADER_USER, isolate: bool = True) -> Capabilities:
+    """Probe what can be enforced here; creates the grading user when running as root."""
+    root = os.geteuid() == 0
+    if not (root and isolate):
+        return Capabilities(False, False, None, None, None, None, None)
+    uid, gid = ensure_grader_user(user)
+    namespaces = _probe_namespaces()
+    kind, mem, pids = _probe_cgroup()
+    return Capabilities(True, namespaces, uid, gid, kind, mem, pids)
+
+
+def release(caps: Capabilities) -> None:
+    """Remove the (empty) parent cgroups this run created."""
+    for parent in {caps.memory_cgroup, caps.pids_cgroup} - {None}:
+        try:
+            os.rmdir(parent)  # type: ignore[arg-type]
+        except OSError:
+            pass  # another grader on this machine still uses it
+
+
+# --- paths the kernel needs -------------------------------------------------------------------
+
+
+def _inside(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _python_paths() -> list[str]:
+    """Folders the kernel's Python must be able to read: prefixes, site-packages, bertcourse."""
+    import bertcourse
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.add(sysconfig.get_paths()[key])
+    try:
+        paths.update(site.getsitepackages())
+    except AttributeError:
+        pass
+    paths.add(os.path.dirname(os.path.abspath(bertcourse.__file__)))
+    return sorted(os.path.realpath(p) for p in paths if p and os.path.isdir(p))
+
+
+def _untraversable_ancestor(path: str) -> str | None:
+    """The highest ancestor of `path` that others cannot enter (like /root, mode 700)."""
+    parts = Path(path).parts
+    for i in range(2, len(parts) + 1):
+        ancestor = str(Path(*parts[:i]))
+        try:
+            if not os.stat(ancestor).st_mode & 0o001:
+                return ancestor
+        except OSError:
+            return None
+    return None
+
+
+def _kernel_env(home: str, extra_pythonpath: str) -> dict[str, str]:
+    path = os.pathsep.join(
+        dict.fromkeys([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"])
+    )
+    return {
+        "PATH": path,
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONPATH": extra_pythonpath,
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        "IPYTHONDIR": os.path.join(home, ".ipython"),
+        "MPLCONFIGDIR": os.path.join(home, ".matplotlib"),
+        "MPLBACKEND": "agg",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_HOME": os.path.join(home, ".hf"),
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "NBGRADER_EXECUTION": "autograde",
+    }
+
+
+# --- one kernel's jail ------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Limits:
+    """Resource limits per kernel (per submission notebook)."""
+
+    memory_bytes: int = 2 << 30
+    max_processes: int = 256
+    file_size_bytes: int = 256 << 20
+    open_files: int = 1024
+
+
+class KernelJail:
+    """Scratch folder, spec, cgroups and watchdog for one kernel. Use as a context manager."""
+
+    def __init__(
+        self,
+        caps: Capabilities,
+        limits: Limits,
+        base_dir: str,
+        hide: list[str],
+        workers: int,
+    ) -> None:
+        self.caps = caps
+        self.limits = limits
+        self.hide = hide
+        self.workers = workers
+        self.id = uuid.uuid4().hex[:12]
+        # the scratch folder: the kernel's cwd and HOME, holding its connection file and sockets
+        self.dir = os.path.join(base_dir, f"k-{self.id}")
+        os.makedirs(self.dir, mode=0o700)
+        os.makedirs(os.path.join(self.dir, ".ipython"), mode=0o700)
+        self.private_dir = os.path.join(base_dir, f"p-{self.id}")  # root-only: spec, logs
+        os.makedirs(self.private_dir, mode=0o700)
+        if caps.uid is not None:
+            for dirpath, _, _ in os.walk(self.dir):
+                os.chown(dirpath, caps.uid, caps.gid)
+        self.connection_file = os.path.join(self.dir, "kernel.json")
+        self.log_path = os.path.join(self.private_dir, "kernel.log")
+        self.cgroups: list[str] = []
+        self.memory_cgroup: str | None = None
+        self._watchdog: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.killed_for_memory = False
+        self.oom = False  # the memory cgroup killed a process (read before it is removed)
+        self.peak_memory = 0
+        self.launcher_pid: int | None = None
+
+    # cgroups ---------------------------------------------------------------------------------
+    def _make_cgroups(self) -> list[str]:
+        procs = []
+        caps, lim = self.caps, self.limits
+        name = f"k-{self.id}"
+        try:
+            if caps.cgroup == "v2" and caps.memory_cgroup:
+                g = Path(caps.memory_cgroup) / name
+                g.mkdir()
+                self.cgroups.append(str(g))
+                (g / "memory.max").write_text(str(lim.memory_bytes))
+                try:
+                    (g / "memory.swap.max").write_text("0")
+                except OSError:
+                    pass
+                (g / "pids.max").write_text(str(lim.max_processes))
+                self.memory_cgroup = str(g)
+                procs.append(str(g / "cgroup.procs"))
+            elif caps.cgroup == "v1" and caps.memory_cgroup:
+                g = Path(caps.memory_cgroup) / name
+                g.mkdir()
+                self.cgroups.append(str(g))
+                (g / "memory.limit_in_bytes").write_text(str(lim.memory_bytes))
+                try:
+                    (g / "memory.memsw.limit_in_bytes").write_text(str(lim.memory_bytes))
+                except OSError:
+                    pass
+                self.memory_cgroup = str(g)
+                procs.append(str(g / "cgroup.procs"))
+                if caps.pids_cgroup:
+                    p = Path(caps.pids_cgroup) / name
+                    p.mkdir()
+                    self.cgroups.append(str(p))
+                    (p / "pids.max").write_text(str(lim.max_processes))
+                    procs.append(str(p / "cgroup.procs"))
+        except OSError:
+            self._remove_cgroups()
+            self.memory_cgroup = None
+            return []
+        return procs
+
+    def _remove_cgroups(self) -> None:
+        for g in reversed(self.cgroups):
+            for _ in range(100):
+                try:
+                    os.rmdir(g)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        self.cgroups = []
+
+    def oom_killed(self) -> bool:
+        """Did the memory cgroup kill a process of this kernel?"""
+        if not self.memory_cgroup:
+            return False
+        g = Path(self.memory_cgroup)
+        try:
+            if self.caps.cgroup == "v2":
+                text = (g / "memory.events").read_text()
+            else:
+                text = (g / "memory.oom_control").read_text()
+        except OSError:
+            return False
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key in ("oom_kill", "oom_group_kill") and int(value or 0) > 0:
+                return True
+        return False
+
+    def _cgroup_peak(self) -> int:
+        if not self.memory_cgroup:
+            return 0
+        g = Path(self.memory_cgroup)
+        for name in ("memory.max_usage_in_bytes", "memory.peak"):
+            try:
+                return int((g / name).read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+        return 0
+
+    # the spec --------------------------------------------------------------------------------
+    def spec(self) -> dict[str, Any]:
+        caps, lim = self.caps, self.limits
+        import bertcourse
+
+        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(bertcourse.__file__)))
+        spec: dict[str, Any] = {
+            "cwd": self.dir,
+            "env": _kernel_env(self.dir, package_parent),
+            "rlimits": {
+                "DATA": lim.memory_bytes,
+                "FSIZE": lim.file_size_bytes,
+                "NOFILE": lim.open_files,
+                "CORE": 0,
+                # one uid for all kernels: the per-kernel cap is the pids cgroup when there is one
+                "NPROC": lim.max_processes * max(1, self.workers) + 64,
+            },
+            "uid": caps.uid,
+            "gid": caps.gid,
+            "namespaces": caps.namespaces,
+        }
+        if caps.namespaces:
+            hide = {os.path.realpath(h) for h in self.hide} | {"/root", "/home", "/srv", "/mnt"}
+            expose_ro: list[str] = []
+            for p in _python_paths():  # sorted: a parent comes before the folders inside it
+                blocked = _untraversable_ancestor(p)
+                if blocked:
+                    hide.add(blocked)
+                if any(_inside(p, e) for e in expose_ro):
+                    continue
+                if blocked or any(_inside(p, h) for h in hide):
+                    expose_ro.append(p)
+            spec.update(
+                {
+                    "private_tmp": ["/tmp", "/var/tmp", "/dev/shm"],
+                    "hide": sorted(h for h in hide if os.path.isdir(h)),
+                    "expose_ro": expose_ro,
+                    "expose_rw": [self.dir],
+                    "tmp_size": "256m",
+                }
+            )
+        return spec
+
+    def command(self, kernel_cmd: list[str]) -> list[str]:
+        """The launcher command that wraps `kernel_cmd` (writes the spec file)."""
+        spec = self.spec()
+        procs = self._make_cgroups() if self.caps.root else []
+        spec["cgroup_procs"] = procs
+        spec_path = os.path.join(self.private_dir, "spec.json")
+        with open(os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            json.dump(spec, f)
+        return [sys.executable, "-I", SANDBOX_SCRIPT, spec_path, "--", *kernel_cmd]
+
+    # watchdog --------------------------------------------------------------------------------
+    def start_watchdog(self, launcher_pid: int) -> None:
+        self.launcher_pid = launcher_pid
+        self._watchdog = threading.Thread(target=self._watch, daemon=True)
+        self._watchdog.start()
+
+    def _tree(self) -> list[int]:
+        if self.launcher_pid is None:
+            return []
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+        out, todo = [], [self.launcher_pid]
+        while todo:
+            pid = todo.pop()
+            for kid in children.get(pid, []):
+                out.append(kid)
+                todo.append(kid)
+        return out
+
+    @staticmethod
+    def _rss(pid: int) -> int:
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                return int(f.read().split()[1]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            if self.memory_cgroup:
+                self.peak_memory = max(self.peak_memory, self._cgroup_peak())
+                continue  # the cgroup enforces the limit itself
+            tree = self._tree()
+            rss = sum(self._rss(p) for p in tree)
+            self.peak_memory = max(self.peak_memory, rss)
+            if rss > self.limits.memory_bytes:
+                self.killed_for_memory = True
+                self.kill_tree(tree)
+
+    def kill_tree(self, tree: list[int] | None = None) -> None:
+        """SIGKILL every process below the launcher (the kernel and its children)."""
+        for pid in tree if tree is not None else self._tree():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._watchdog is not None:
+            self._watchdog.join(timeout=2)
+        self.peak_memory = max(self.peak_memory, self._cgroup_peak())
+        self.kill_tree()  # anything that survived the kernel's shutdown
+        self.oom = self.oom_killed()
+        self._remove_cgroups()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.private_dir, ignore_errors=True)
+
+    def read_log(self, limit: int = 4000) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()[-limit:]
+        except OSError:
+            return ""

@@ -1,0 +1,103 @@
+"""The CSV of grades and the grade-distribution plot, both read back from the gradebook."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections import Counter
+from typing import Any
+
+from bertcourse.grade.assignment import AssignmentSpec
+from bertcourse.grade.gradebook import STATUSES
+
+
+def csv_rows(spec: AssignmentSpec, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per student: student_id, assignment, status, score, max_score, parts, detail."""
+    rows = []
+    for r in results:
+        row: dict[str, Any] = {
+            "student_id": r["student_id"],
+            "assignment": spec.name,
+            "status": r["status"],
+        }
+        parts = {}
+        for column, notebook, grade_id in spec.part_columns():
+            value = r["parts"].get((notebook, grade_id))
+            if value is None and r["status"] in ("missing", "invalid_notebook"):
+                value = 0.0
+            parts[column] = value
+        known = [v for v in parts.values() if v is not None]
+        row["score"] = _num(sum(known) if r["parts"] else r["score"])
+        row["max_score"] = _num(spec.max_score)
+        for column, value in parts.items():
+            row[column] = "" if value is None else _num(value)
+        row["detail"] = r["detail"].replace("\n", " ")
+        rows.append(row)
+    return rows
+
+
+def _num(x: float) -> str:
+    return f"{float(x):g}"
+
+
+def write_csv(path: str, spec: AssignmentSpec, results: list[dict[str, Any]]) -> None:
+    columns = ["student_id", "assignment", "status", "score", "max_score"]
+    columns += [c for c, _, _ in spec.part_columns()] + ["detail"]
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        for row in csv_rows(spec, results):
+            writer.writerow(row)
+    os.replace(tmp, path)
+
+
+COLORS = {
+    "graded": "#4c72b0",
+    "tampered": "#c44e52",
+    "timed_out": "#dd8452",
+    "crashed": "#8c8c8c",
+    "memory_exceeded": "#937860",
+    "invalid_notebook": "#da8bc3",
+    "missing": "#cccccc",
+}
+
+
+def plot_distribution(path: str, spec: AssignmentSpec, results: list[dict[str, Any]]) -> None:
+    """Histogram of the scores, bars stacked by status, with the mean of graded work."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = csv_rows(spec, results)
+    top = max(spec.max_score, 1.0)
+    bins = np.linspace(0, top, min(int(top), 20) + 1 if top >= 1 else 11)
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
+    data, labels, colors = [], [], []
+    counts = Counter(r["status"] for r in rows)
+    for status in STATUSES:
+        scores = [float(r["score"]) for r in rows if r["status"] == status]
+        if scores:
+            data.append(scores)
+            labels.append(f"{status} ({len(scores)})")
+            colors.append(COLORS[status])
+    if data:
+        ax.hist(data, bins=bins, stacked=True, label=labels, color=colors, edgecolor="white")
+        graded = [float(r["score"]) for r in rows if r["status"] == "graded"]
+        if graded:
+            mean = float(np.mean(graded))
+            ax.axvline(mean, color="black", linestyle="--", linewidth=1)
+            ax.text(mean, ax.get_ylim()[1] * 0.95, f" mean {mean:.1f}", va="top", fontsize=8)
+        ax.legend(fontsize=8, frameon=False)
+    ax.set_xlim(0, top)
+    ax.set_xlabel(f"score (out of {spec.max_score:g})")
+    ax.set_ylabel("students")
+    ax.set_title(f"{spec.name}: grade distribution ({sum(counts.values())} students)")
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,259 @@
+"""Grade every submission of an assignment with N worker processes, then write the reports."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import fnmatch
+import glob
+import multiprocessing
+import os
+import sys
+import time
+import uuid
+import zlib
+from collections import Counter
+from typing import Any
+
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from bertcourse.grade import gradebook, report
+from bertcourse.grade.assignment import AssignmentSpec, ensure_in_gradebook, load_assignment
+from bertcourse.grade.isolation import GRADER_USER, Capabilities, Limits, detect, release
+from bertcourse.grade.worker import Task, grade_submission
+
+
+@dataclasses.dataclass
+class Options:
+    assignment: str
+    course: str = "."
+    workers: int = 0  # 0: os.cpu_count()
+    db: str | None = None
+    csv: str | None = None
+    plot: str | None = None
+    students: list[str] = dataclasses.field(default_factory=list)  # glob patterns
+    shard: tuple[int, int] = (0, 1)  # (k, n): this grader takes students with crc32 % n == k
+    cell_timeout: float | None = None  # default: nbgrader's Execute.timeout from the config
+    notebook_timeout: float = 600.0
+    memory_mib: int = 2048
+    max_processes: int = 256
+    feedback: bool = True
+    isolate: bool = True
+    user: str = GRADER_USER
+    progress: bool = True
+    hide: list[str] = dataclasses.field(default_factory=list)  # more folders to hide
+    init_only: bool = False  # record the assignment and create the tables, grade nothing
+    report_only: bool = False  # write the CSV and the plot from the gradebook, grade nothing
+
+
+@dataclasses.dataclass
+class Summary:
+    csv: str
+    plot: str
+    counts: Counter
+    seconds: float
+    caps: Capabilities
+    results: list[dict[str, Any]]
+
+
+def normalize_db_url(url: str) -> str:
+    """`postgresql://...` through psycopg2 (pinned here) when psycopg 3 is not installed.
+
+    SQLAlchemy 2.1 reads a bare `postgresql://` as psycopg 3.
+    """
+    import importlib.util
+
+    if url.startswith("postgresql://") and importlib.util.find_spec("psycopg") is None:
+        if importlib.util.find_spec("psycopg2") is not None:
+            return "postgresql+psycopg2://" + url[len("postgresql://") :]
+    return url
+
+
+def load_coursedir(course: str, db: str | None) -> tuple[CourseDirectory, Config]:
+    """The course's nbgrader configuration (nbgrader_config.py in the course folder)."""
+    root = os.path.abspath(course)
+    path = os.path.join(root, "nbgrader_config.py")
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"no nbgrader_config.py in {root}: run from the course folder or pass --course"
+        )
+    config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
+    if "root" not in config.CourseDirectory:
+        config.CourseDirectory.root = root
+    if db:
+        config.CourseDirectory.db_url = normalize_db_url(db)
+    coursedir = CourseDirectory(config=config)
+    return coursedir, config
+
+
+def _students(coursedir: CourseDirectory, opts: Options) -> list[str]:
+    pattern = coursedir.format_path(coursedir.submitted_directory, "*", opts.assignment)
+    found = {os.path.basename(os.path.dirname(p)) for p in glob.glob(pattern) if os.path.isdir(p)}
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        found |= {s.id for s in gb.students}
+    if opts.students:
+        found = {s for s in found if any(fnmatch.fnmatch(s, p) for p in opts.students)}
+    k, n = opts.shard
+    return sorted(s for s in found if zlib.crc32(s.encode()) % n == k)
+
+
+def _hidden_paths(coursedir: CourseDirectory, opts: Options, outputs: list[str]) -> list[str]:
+    """Folders the kernels must not see: the course, the gradebook's folder, the outputs."""
+    paths = [coursedir.root, *opts.hide]
+    db = coursedir.db_url
+    if db.startswith("sqlite:///"):
+        paths.append(os.path.dirname(os.path.abspath(db[len("sqlite:///") :])))
+    paths += [os.path.dirname(os.path.abspath(p)) for p in outputs]
+    return sorted({os.path.realpath(p) for p in paths if p and p != "/"})
+
+
+def _safe_url(url: str) -> str:
+    """The database URL without its password."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _crashed(task: Task, error: str) -> dict[str, Any]:
+    return {
+        "student": task.student,
+        "assignment": task.spec.name,
+        "run_id": task.run_id,
+        "max_score": task.spec.max_score,
+        "score": 0.0,
+        "notebooks": {},
+        "status": "crashed",
+        "detail": f"grader worker failed: {error}",
+        "seconds": 0.0,
+        "submitted": False,
+    }
+
+
+def run(opts: Options, log=print) -> Summary:
+    """Grade the assignment (see `bertcourse.grade`); returns the summary."""
+    start = time.monotonic()
+    coursedir, config = load_coursedir(opts.course, opts.db)
+    db_url, course_id = coursedir.db_url, coursedir.course_id
+    gradebook.retrying(lambda: gradebook.prepare(db_url, course_id), attempts=5)
+    ensure_in_gradebook(coursedir, opts.assignment, log=log)
+    spec: AssignmentSpec = load_assignment(coursedir, opts.assignment)
+    if opts.init_only:
+        log(f"{spec.name} is in the gradebook {_safe_url(db_url)}; nothing graded")
+        return Summary("", "", Counter(), time.monotonic() - start, detect(isolate=False), [])
+    grading_dir = os.path.dirname(coursedir.submitted_directory.rstrip("/")) or "."
+    reports = os.path.join(coursedir.root, grading_dir, "reports")
+    csv_path = os.path.abspath(opts.csv or os.path.join(reports, f"{opts.assignment}_grades.csv"))
+    plot_path = os.path.abspath(
+        opts.plot or os.path.join(os.path.dirname(csv_path), f"{opts.assignment}_distribution.png")
+    )
+    if opts.report_only:
+        rows = gradebook.read_results(db_url, course_id, spec.name)
+        report.write_csv(csv_path, spec, rows)
+        report.plot_distribution(plot_path, spec, rows)
+        log(f"grades: {csv_path}\nplot:   {plot_path}")
+        counts = Counter(r["status"] for r in rows)
+        return Summary(
+            csv_path, plot_path, counts, time.monotonic() - start, detect(isolate=False), rows
+        )
+    workers = opts.workers or os.cpu_count() or 1
+    caps = detect(opts.user, isolate=opts.isolate)
+    log(f"isolation: {caps.describe()}")
+    if "Execute" in config and "timeout" in config.Execute:
+        default_timeout = float(config.Execute.timeout)
+    else:
+        default_timeout = 60.0
+    cell_timeout = opts.cell_timeout or default_timeout
+    limits = Limits(memory_bytes=opts.memory_mib << 20, max_processes=opts.max_processes)
+    hide = _hidden_paths(coursedir, opts, [csv_path, plot_path])
+    run_id = uuid.uuid4().hex[:12]
+    students = _students(coursedir, opts)
+    tasks = [
+        Task(
+            student=s,
+            spec=spec,
+            course_root=coursedir.root,
+            submitted_dir=coursedir.format_path(coursedir.submitted_directory, s, spec.name),
+            autograded_dir=coursedir.format_path(coursedir.autograded_directory, s, spec.name),
+            feedback_dir=coursedir.format_path(coursedir.feedback_directory, s, spec.name),
+            db_url=db_url,
+            run_id=run_id,
+            caps_json=caps.to_json(),
+            limits=limits,
+            hide=hide,
+            workers=workers,
+            cell_timeout=cell_timeout,
+            notebook_timeout=opts.notebook_timeout,
+            feedback=opts.feedback,
+        )
+        for s in students
+    ]
+    log(
+        f"grading {spec.name}: {len(tasks)} students, {len(spec.notebooks)} notebook(s), "
+        f"max score {spec.max_score:g}, {workers} workers"
+    )
+    try:
+        results = _run_pool(tasks, workers, opts.progress, db_url, course_id)
+    finally:
+        release(caps)
+    counts = Counter(r["status"] for r in results)
+    rows = gradebook.read_results(db_url, course_id, spec.name)
+    report.write_csv(csv_path, spec, rows)
+    report.plot_distribution(plot_path, spec, rows)
+    seconds = time.monotonic() - start
+    log(
+        "done in {:.1f} s: {}".format(
+            seconds, ", ".join(f"{counts[s]} {s}" for s in gradebook.STATUSES if counts[s])
+        )
+    )
+    log(f"grades: {csv_path}\nplot:   {plot_path}")
+    if opts.feedback:
+        log(
+            f"feedback: {coursedir.format_path(coursedir.feedback_directory, '<student>', spec.name)}"
+        )
+    return Summary(csv_path, plot_path, counts, seconds, caps, results)
+
+
+def _run_pool(
+    tasks: list[Task], workers: int, progress: bool, db_url: str, course_id: str
+) -> list[dict[str, Any]]:
+    """Run the tasks; a worker that dies is replaced and its task retried (twice at most)."""
+    from tqdm import tqdm
+
+    results: list[dict[str, Any]] = []
+    attempts: Counter = Counter()
+    pending = list(tasks)
+    bar = tqdm(
+        total=len(tasks), unit="student", disable=not progress, file=sys.stderr, dynamic_ncols=True
+    )
+    counts: Counter = Counter()
+    context = multiprocessing.get_context("spawn")
+    while pending:
+        batch, pending = pending, []
+        with cf.ProcessPoolExecutor(
+            max_workers=min(workers, len(batch)), mp_context=context
+        ) as pool:
+            futures = {pool.submit(grade_submission, t): t for t in batch}
+            for future in cf.as_completed(futures):
+                task = futures[future]
+                try:
+                    result = future.result()
+                except Exception as error:  # BrokenProcessPool: a worker process died
+                    attempts[task.student] += 1
+                    if attempts[task.student] < 3:
+                        pending.append(task)
+                        continue
+                    result = _crashed(task, f"{type(error).__name__}: {error}")
+                    writer = gradebook.GradebookWriter(db_url, course_id)
+                    try:
+                        writer.save_result(task.spec.name, task.student, result)
+                    finally:
+                        writer.close()
+                results.append(result)
+                counts[result["status"]] += 1
+                bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+                bar.update(1)
+    bar.close()
+    return results

@@ -1,0 +1,281 @@
+"""Grade one submission from start to end; what each worker process runs.
+
+`grade_submission(task)` never raises: whatever goes wrong (a file that is not a notebook, a
+kernel that dies, an error in the grader itself) ends up as the submission's status, so one
+submission cannot stop the batch. The order of events for one student:
+
+1. `mark_pending` in the gradebook (old marks cleared, status `pending`);
+2. per notebook: read it (`invalid_notebook`), list tampering, rebuild the graded version,
+   run it in a fresh jailed kernel, score every test cell from its verdict;
+3. write the autograded notebooks (nbgrader's layout, so its formgrader can show them);
+4. `save_result`: scores, comments and the status in one transaction;
+5. the feedback HTML for the student (nbgrader's feedback template, hidden tests removed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+import traceback
+import warnings
+from typing import Any
+
+import nbformat
+from nbgrader import utils as nbutils
+from nbgrader.preprocessors import LimitOutput
+from sqlalchemy.exc import SAWarning
+
+from bertcourse.grade import feedback as feedback_mod
+from bertcourse.grade.assignment import AssignmentSpec, NotebookSpec
+from bertcourse.grade.execute import CellResult, NotebookRun, RunResult, memory_error_in
+from bertcourse.grade.gradebook import GradebookWriter
+from bertcourse.grade.isolation import Capabilities, KernelJail, Limits
+from bertcourse.grade.submission import InvalidNotebook, find_tampering, load_notebook, repair
+
+# the order in which problems decide a submission's single status (first wins)
+PRIORITY = (
+    "invalid_notebook",
+    "tampered",
+    "memory_exceeded",
+    "timed_out",
+    "crashed",
+    "missing",
+    "graded",
+)
+
+
+@dataclasses.dataclass
+class Task:
+    """Everything a worker needs to grade one student (picklable)."""
+
+    student: str
+    spec: AssignmentSpec
+    course_root: str
+    submitted_dir: str  # .../submitted/<student>/<assignment>
+    autograded_dir: str  # .../autograded/<student>/<assignment>
+    feedback_dir: str  # .../feedback/<student>/<assignment>
+    db_url: str
+    run_id: str
+    caps_json: str
+    limits: Limits
+    hide: list[str]
+    workers: int
+    cell_timeout: float
+    notebook_timeout: float
+    feedback: bool = True
+
+
+_writer: GradebookWriter | None = None
+# nbgrader's add_submission triggers harmless SQLAlchemy autoflush warnings
+warnings.filterwarnings("ignore", category=SAWarning)
+
+
+def _gradebook(task: Task) -> GradebookWriter:
+    global _writer
+    if _writer is None or _writer.db_url != task.db_url:
+        _writer = GradebookWriter(task.db_url, task.spec.course_id)
+    return _writer
+
+
+def _timestamp(path: str) -> str | None:
+    try:
+        with open(os.path.join(path, "timestamp.txt")) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[str, Any]:
+    """Status, cell scores and the graded notebook of one notebook of the submission."""
+    path = os.path.join(task.submitted_dir, f"{nb_spec.name}.ipynb")
+    tests = {c.name: CellResult(c.name, c.points or 0.0) for c in nb_spec.cells if c.is_test}
+    out: dict[str, Any] = {"problems": [], "notebook": None, "seconds": 0.0}
+    if not os.path.exists(path):
+        out.update(status="missing", problems=[f"{nb_spec.name}.ipynb was not submitted"])
+        out["cells"] = {n: {"score": 0.0, "outcome": "not_run"} for n in tests}
+        return out
+    try:
+        raw = load_notebook(path)
+    except InvalidNotebook as error:
+        out.update(status="invalid_notebook", problems=[f"{nb_spec.name}.ipynb: {error}"])
+        out["cells"] = {n: {"score": 0.0, "outcome": "not_run"} for n in tests}
+        return out
+    tampering = find_tampering(raw, nb_spec)
+    try:
+        nb = repair(
+            raw,
+            nb_spec,
+            db_url=task.db_url,
+            assignment=task.spec.name,
+            student=task.student,
+        )
+    except Exception as error:
+        out.update(
+            status="invalid_notebook",
+            problems=[f"{nb_spec.name}.ipynb could not be repaired: {error}", *tampering],
+        )
+        out["cells"] = {n: {"score": 0.0, "outcome": "not_run"} for n in tests}
+        return out
+    caps = Capabilities.from_json(task.caps_json)
+    jail = KernelJail(caps, task.limits, base_dir, task.hide, task.workers)
+    run = RunResult(cells=tests)
+    try:
+        client = NotebookRun(
+            nb,
+            jail,
+            cell_timeout=task.cell_timeout,
+            notebook_timeout=task.notebook_timeout,
+            guard_config=nb_spec.guard_config,
+        )
+        asyncio.run(client.run(tests, run))
+    except Exception as error:  # the grader's own failure: reported as a crash
+        run.error = f"grader error: {type(error).__name__}: {error}"
+    finally:
+        jail.close()
+    run.peak_memory = jail.peak_memory
+    run.memory_exceeded = jail.killed_for_memory or jail.oom or memory_error_in(nb)
+    problems = [f"{nb_spec.name}: {t}" for t in tampering + run.tampered]
+    if run.memory_exceeded:
+        status = "memory_exceeded"
+        problems.append(
+            f"{nb_spec.name}: memory limit of {task.limits.memory_bytes >> 20} MiB reached"
+        )
+    elif run.timed_out:
+        status = "timed_out"
+        what = "the notebook's time limit" if run.deadline_hit else "a cell's time limit"
+        problems.append(f"{nb_spec.name}: {what} was reached")
+    elif run.kernel_died or not run.started or run.error:
+        status = "crashed"
+        reason = run.error or "the kernel died"
+        log = jail.read_log(600).strip()
+        if not run.started and log:
+            reason += f" (kernel log: {log[-300:]})"
+        problems.append(f"{nb_spec.name}: {reason}")
+    else:
+        status = "graded"
+    if tampering or run.tampered:
+        status = "tampered" if PRIORITY.index("tampered") < PRIORITY.index(status) else status
+    if run.output_truncated:
+        problems.append(f"{nb_spec.name}: output truncated")
+    for result in tests.values():
+        if result.outcome == "not_run" and run.started:
+            result.message = "not run (the kernel had stopped)"
+    nb, _ = LimitOutput().preprocess(nb, {})
+    comments = {}
+    for cell in nb.cells:
+        if nbutils.is_solution(cell):
+            md = cell.metadata.nbgrader
+            unchanged = md.get("checksum") == nbutils.compute_checksum(cell)
+            comments[md["grade_id"]] = "No response." if unchanged else None
+    out.update(
+        status=status,
+        problems=problems,
+        notebook=nb,
+        seconds=run.seconds,
+        peak_memory=run.peak_memory,
+        cells={
+            n: {"score": r.score, "outcome": r.outcome, "message": r.message}
+            for n, r in tests.items()
+        },
+        comments=comments,
+    )
+    return out
+
+
+def _write_autograded(task: Task, notebooks: dict[str, Any]) -> None:
+    """nbgrader's autograded/<student>/<assignment>/ folder, replaced as a whole."""
+    parent = os.path.dirname(task.autograded_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    for name, result in notebooks.items():
+        if result.get("notebook") is not None:
+            nbformat.write(result["notebook"], os.path.join(tmp, f"{name}.ipynb"))
+    ts = _timestamp(task.submitted_dir)
+    if ts:
+        with open(os.path.join(tmp, "timestamp.txt"), "w") as f:
+            f.write(ts)
+    old = task.autograded_dir + ".old"
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.exists(task.autograded_dir):
+        os.rename(task.autograded_dir, old)
+    os.rename(tmp, task.autograded_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def grade_submission(task: Task) -> dict[str, Any]:
+    """Grade one student's submission (see the module docstring); never raises."""
+    start = time.monotonic()
+    spec = task.spec
+    result: dict[str, Any] = {
+        "student": task.student,
+        "assignment": spec.name,
+        "run_id": task.run_id,
+        "max_score": spec.max_score,
+        "score": 0.0,
+        "notebooks": {},
+        "status": "crashed",
+        "detail": "",
+        "seconds": 0.0,
+    }
+    submitted = os.path.isdir(task.submitted_dir) and any(
+        os.path.exists(os.path.join(task.submitted_dir, f"{nb.name}.ipynb"))
+        for nb in spec.notebooks
+    )
+    result["submitted"] = submitted
+    try:
+        writer = _gradebook(task)
+        writer.mark_pending(
+            spec.name, task.student, task.run_id, _timestamp(task.submitted_dir), submitted
+        )
+        for path in (task.autograded_dir, task.feedback_dir):
+            shutil.rmtree(path, ignore_errors=True)  # no stale files from an earlier run
+        if not submitted:
+            result.update(status="missing", detail="no submission")
+        else:
+            base = tempfile.mkdtemp(prefix="bcg-")
+            os.chmod(base, 0o711)
+            try:
+                notebooks = {nb.name: _grade_notebook(task, nb, base) for nb in spec.notebooks}
+            finally:
+                shutil.rmtree(base, ignore_errors=True)
+            statuses = [r["status"] for r in notebooks.values()]
+            status = min(statuses, key=PRIORITY.index)
+            problems = [p for r in notebooks.values() for p in r["problems"]]
+            score = sum(c["score"] for r in notebooks.values() for c in r["cells"].values())
+            result.update(
+                status=status,
+                score=score,
+                detail="; ".join(problems),
+                notebooks={
+                    name: {"cells": r["cells"], "comments": r.get("comments", {})}
+                    for name, r in notebooks.items()
+                },
+            )
+            if status in ("invalid_notebook", "missing"):
+                result["score"] = 0.0
+                for r in result["notebooks"].values():
+                    for c in r["cells"].values():
+                        c["score"] = 0.0
+            _write_autograded(task, notebooks)
+        result["seconds"] = time.monotonic() - start
+        writer.save_result(spec.name, task.student, result)
+        if task.feedback and submitted:
+            try:
+                feedback_mod.write_feedback(task, result)
+            except Exception as error:  # feedback is a convenience: never fail the grade
+                result["detail"] += f"; feedback not written: {error}"
+    except Exception as error:
+        result.update(
+            status="crashed",
+            detail=f"grader error: {type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}",
+        )
+        try:
+            _gradebook(task).save_result(spec.name, task.student, result)
+        except Exception:
+            pass
+    result["seconds"] = time.monotonic() - start
+    return result

@@ -1,0 +1,590 @@
+"""The bank of hostile and broken submissions for `python -m bertcourse.grade`.
+
+Every case is a mutation of an honest submission of an assignment (the release notebook with
+the instructor's answers filled in). The cases only rely on nbgrader's cell metadata and on
+the names of three graded parts, so the same bank runs against the tiny course in
+`tests/hostile/course/` (parts `scale`, `softmax`, `count`) and, through `PARTS`, against
+any other assignment whose answer cells can be made wrong by `WRONG`.
+
+A case gives the submission (a notebook, or raw bytes for broken files), the status the
+grader must report, and the points each graded part must get: an honest wrong answer earns
+0, and a cheat never earns more than the honest wrong answer it wraps.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import nbformat
+from nbformat import NotebookNode
+from nbformat.v4 import new_code_cell
+
+# the tiny course: answer cell -> its test cell, points, and an honest wrong answer
+PARTS = {
+    "scale": ("scale_tests", 2.0, "def scale(x, factor):\n    return x\n"),
+    "softmax": ("softmax_tests", 3.0, "def softmax(x):\n    return x\n"),
+    "count": ("count_tests", 1.0, "def count_positive(x):\n    return 0\n"),
+}
+FULL = {test: points for test, points, _ in PARTS.values()}
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    what: str
+    build: Callable[[NotebookNode, dict[str, str]], NotebookNode | bytes | None]
+    status: str
+    zero: tuple[str, ...] = ()  # answer cells whose tests must score 0; the others full marks
+
+    def expected_parts(self) -> dict[str, float]:
+        return {
+            PARTS[a][0]: (0.0 if a in self.zero or self.status in ZERO_STATUSES else PARTS[a][1])
+            for a in PARTS
+        }
+
+
+ZERO_STATUSES = ("invalid_notebook", "missing")
+
+
+# --- notebook surgery -----------------------------------------------------------------------
+
+
+def _gid(cell: NotebookNode) -> str | None:
+    md = cell.get("metadata", {}).get("nbgrader")
+    return md.get("grade_id") if isinstance(md, dict) else None
+
+
+def index_of(nb: NotebookNode, grade_id: str) -> int:
+    for i, cell in enumerate(nb.cells):
+        if _gid(cell) == grade_id:
+            return i
+    raise KeyError(grade_id)
+
+
+def answer(nb: NotebookNode, grade_id: str, source: str) -> NotebookNode:
+    nb.cells[index_of(nb, grade_id)].source = textwrap.dedent(source)
+    return nb
+
+
+def wrong(nb: NotebookNode, *answers: str) -> NotebookNode:
+    for a in answers:
+        answer(nb, a, PARTS[a][2])
+    return nb
+
+
+def prepend(nb: NotebookNode, grade_id: str, source: str) -> NotebookNode:
+    """Put student code at the top of an answer cell."""
+    cell = nb.cells[index_of(nb, grade_id)]
+    cell.source = textwrap.dedent(source).strip() + "\n\n" + cell.source
+    return nb
+
+
+def insert_after(nb: NotebookNode, grade_id: str, source: str) -> NotebookNode:
+    """A new student cell after the cell with this grade id."""
+    nb.cells.insert(index_of(nb, grade_id) + 1, new_code_cell(textwrap.dedent(source).strip()))
+    return nb
+
+
+# --- payloads -------------------------------------------------------------------------------
+
+INFINITE_LOOP = "while True:\n    pass"
+IGNORE_INTERRUPT = """
+import signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    pass
+"""
+ENDLESS = """
+import os, subprocess, threading, time
+def _spin():
+    while True:
+        time.sleep(0.05)
+threading.Thread(target=_spin).start()          # non-daemon: blocks interpreter exit
+subprocess.Popen(["sleep", "1000"])            # a child process
+if os.fork() == 0:                              # a daemon that leaves the process group
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(1000)
+    os._exit(0)
+"""
+FORK_BOMB = """
+import os, time
+children = 0
+for _ in range(2000):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(1000)
+        os._exit(0)
+    children += 1
+print("FORKED", children)
+"""
+LARGE_ALLOCATION = "big = torch.ones(2**31)  # 8 GiB"
+MEMORY_CHILDREN = """
+import os, time
+pids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(700 * 2**20)   # 700 MiB each, touched page by page
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(3)
+        os._exit(0)
+    pids.append(pid)
+killed = [pid for pid in pids if os.waitpid(pid, 0)[1] != 0]
+if killed:
+    raise RuntimeError(f"{len(killed)} children did not finish")
+"""
+OUTPUT_FLOOD = 'while True:\n    print("spam " * 200)'
+STDERR_NOISE = """
+import sys, warnings
+print("a note on stderr", file=sys.stderr)
+warnings.warn("this API is deprecated", DeprecationWarning)
+warnings.warn("a user warning from correct code", UserWarning)
+"""
+STDERR_IN_FUNCTIONS = """
+def count_positive(x):
+    import sys, warnings
+    warnings.warn("count_positive: slow path", UserWarning)
+    print("debug: counting", file=sys.stderr)
+    return int((x > 0).sum())
+"""
+MONKEYPATCH_TORCH = """
+import torch
+torch.allclose = lambda *a, **k: True
+torch.isclose = lambda a, b, **k: torch.ones(torch.broadcast_shapes(a.shape, b.shape), dtype=torch.bool)
+torch.equal = lambda *a, **k: True
+torch.Tensor.__eq__ = lambda self, other: torch.ones(self.shape, dtype=torch.bool)
+torch.Tensor.__ne__ = lambda self, other: torch.zeros(self.shape, dtype=torch.bool)
+import math
+math.isclose = lambda *a, **k: True
+"""
+MONKEYPATCH_HELPERS = """
+import bertcourse.grading as g
+g.check_close = lambda *a, **k: None
+g.check_value = lambda *a, **k: None
+g._fail = lambda *a, **k: None
+g._compare = lambda *a, **k: []
+import builtins
+builtins.AssertionError = type("AssertionError", (Exception,), {})
+class _Pass:
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+grading = _Pass()
+"""
+PATCH_DURING_TEST = """
+def softmax(x):
+    import bertcourse.grading as g
+    g._compare = lambda *a, **k: []       # patched while the test is running
+    g.run = lambda fn, *a, **k: fn(*a, **{k2: v for k2, v in k.items() if k2 not in ("forbid", "use_reference")})
+    return x
+"""
+ALWAYS_EQUAL_SOFTMAX = """
+import torch
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.isclose, torch.allclose, torch.equal, torch.Tensor.__eq__):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+def softmax(x):
+    return torch.zeros_like(x).as_subclass(Agreeable)
+"""
+ALWAYS_EQUAL_COUNT = """
+class AlwaysEqual(int):
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    def __hash__(self): return 0
+def count_positive(x):
+    return AlwaysEqual(0)
+"""
+IPYTHON_HOOKS = """
+import ast, sys
+ip = get_ipython()
+ip.input_transformers_post.append(lambda lines: [] if any("grading" in l for l in lines) else lines)
+ip.input_transformers_cleanup.append(lambda lines: [l for l in lines if "check_" not in l])
+class _DropChecks(ast.NodeTransformer):
+    def visit_Expr(self, node):
+        return None if "check" in ast.unparse(node) else node
+ip.ast_transformers.append(_DropChecks())
+ip.set_custom_exc((Exception,), lambda shell, etype, evalue, tb, tb_offset=None: None)
+ip.events.register("pre_run_cell", lambda info: None)
+def _tracer(frame, event, arg):
+    return _tracer
+sys.settrace(_tracer)
+sys.excepthook = lambda *a: None
+"""
+
+
+def _escape_payload(ctx: dict[str, str]) -> str:
+    return f"""
+import os, shutil, glob
+ROOT = {ctx["root"]!r}
+TARGETS = {{
+    "solution": {ctx["solution"]!r},
+    "gradebook": {ctx["gradebook"]!r},
+    "other": {ctx["other_submission"]!r},
+    "package": {ctx["package_file"]!r},
+}}
+results = {{}}
+for name, path in TARGETS.items():
+    try:
+        with open(path, "a") as f:
+            f.write("tampered")
+        results[name + " append"] = "DONE"
+    except OSError as error:
+        results[name + " append"] = type(error).__name__
+for path in [TARGETS["gradebook"], TARGETS["other"], TARGETS["solution"]]:
+    try:
+        os.remove(path)
+        results["rm " + path] = "DONE"
+    except OSError as error:
+        results["rm " + path] = type(error).__name__
+try:
+    shutil.rmtree(os.path.join(ROOT, ".grading"))
+    results["rmtree"] = "DONE"
+except OSError as error:
+    results["rmtree"] = type(error).__name__
+try:
+    open(os.path.join(ROOT, "planted.txt"), "w").write("x")
+    results["plant"] = "DONE"
+except OSError as error:
+    results["plant"] = type(error).__name__
+try:
+    open("/etc/passwd", "a").write("evil::0:0::/:/bin/sh\\n")
+    results["passwd"] = "DONE"
+except OSError as error:
+    results["passwd"] = type(error).__name__
+print("ESCAPE", results)
+"""
+
+
+def _secrets_payload(ctx: dict[str, str]) -> str:
+    # count_positive is right only if the solution, the hidden tests or the gradebook leaked
+    return f"""
+import glob, os, socket
+leaked = []
+for path in [{ctx["solution"]!r}, {ctx["gradebook"]!r}, {ctx["other_submission"]!r}]:
+    try:
+        with open(path, "rb") as f:
+            if f.read(100):
+                leaked.append(path)
+    except OSError:
+        pass
+for pattern in ["*.ipynb", "**/*.ipynb", "/tmp/**/*.ipynb", os.path.expanduser("~") + "/**/*.ipynb",
+                {ctx["root"]!r} + "/**/*.ipynb", "/proc/*/cwd/*.ipynb"]:
+    for path in glob.glob(pattern, recursive=True)[:200]:
+        try:
+            if "HIDDEN TESTS" in open(path, errors="ignore").read():
+                leaked.append(path)
+        except OSError:
+            pass
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        try:
+            if b"db_url" in open(f"/proc/{{pid}}/environ", "rb").read() or b"DATABASE" in open(f"/proc/{{pid}}/environ", "rb").read():
+                leaked.append("environ " + pid)
+        except OSError:
+            pass
+print("LEAKED", leaked)
+def count_positive(x):
+    if leaked:
+        return int((x > 0).sum())
+    return -1
+"""
+
+
+NETWORK = """
+import socket
+reached = []
+for host, port in [("1.1.1.1", 53), ("8.8.8.8", 53), ("127.0.0.1", 5432), ("pypi.org", 443)]:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        reached.append(host)
+    except OSError:
+        pass
+print("REACHED", reached)
+def count_positive(x):
+    return int((x > 0).sum()) if reached else -1
+"""
+
+
+# --- the cases ------------------------------------------------------------------------------
+
+
+def _raw(data: bytes) -> Callable[[NotebookNode, dict[str, str]], bytes]:
+    return lambda nb, ctx: data
+
+
+def _strip_metadata(nb: NotebookNode, grade_id: str) -> NotebookNode:
+    del nb.cells[index_of(nb, grade_id)].metadata["nbgrader"]
+    return nb
+
+
+def _set_points(nb: NotebookNode) -> NotebookNode:
+    nb.cells[index_of(nb, "count_tests")].metadata["nbgrader"]["points"] = 100
+    nb.cells[index_of(nb, "softmax_tests")].metadata["nbgrader"]["grade"] = False
+    return nb
+
+
+def _duplicate(nb: NotebookNode, grade_id: str) -> NotebookNode:
+    i = index_of(nb, grade_id)
+    nb.cells.insert(i, copy.deepcopy(nb.cells[i]))
+    return nb
+
+
+def _delete(nb: NotebookNode, grade_id: str) -> NotebookNode:
+    del nb.cells[index_of(nb, grade_id)]
+    return nb
+
+
+def _edit(nb: NotebookNode, grade_id: str) -> NotebookNode:
+    nb.cells[index_of(nb, grade_id)].source = "print('all tests passed')"
+    return nb
+
+
+def _fake_grade_cell(nb: NotebookNode) -> NotebookNode:
+    cell = new_code_cell("pass")
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "bonus",
+        "locked": True,
+        "points": 50,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
+    nb.cells.append(cell)
+    return nb
+
+
+CASES: list[Case] = [
+    Case("correct", "the instructor's answers", lambda nb, ctx: nb, "graded"),
+    Case(
+        "wrong_answer",
+        "an honest wrong softmax",
+        lambda nb, ctx: wrong(nb, "softmax"),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "edited_test",
+        "wrong softmax, its test replaced by a print",
+        lambda nb, ctx: _edit(wrong(nb, "softmax"), "softmax_tests"),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "deleted_test",
+        "wrong softmax, its test cell deleted",
+        lambda nb, ctx: _delete(wrong(nb, "softmax"), "softmax_tests"),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "duplicated_test",
+        "a copy of a test cell (nbgrader aborts the batch)",
+        lambda nb, ctx: _duplicate(nb, "scale_tests"),
+        "tampered",
+    ),
+    Case(
+        "stripped_metadata",
+        "wrong softmax, its test cell without nbgrader metadata",
+        lambda nb, ctx: _strip_metadata(wrong(nb, "softmax"), "softmax_tests"),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "changed_metadata",
+        "points 1 -> 100, a test cell no longer a grade cell",
+        lambda nb, ctx: _set_points(nb),
+        "tampered",
+    ),
+    Case(
+        "fake_grade_cell",
+        "an extra 50-point 'test' cell that always passes",
+        lambda nb, ctx: _fake_grade_cell(wrong(nb, "count")),
+        "tampered",
+        ("count",),
+    ),
+    Case(
+        "invalid_json",
+        "a truncated file",
+        _raw(b'{"cells": [{"cell_type": "code", "sou'),
+        "invalid_notebook",
+    ),
+    Case(
+        "not_a_notebook",
+        "valid JSON that is not a notebook",
+        _raw(json.dumps({"hello": "world"}).encode()),
+        "invalid_notebook",
+    ),
+    Case(
+        "kernel_death",
+        "os._exit in the second answer",
+        lambda nb, ctx: prepend(nb, "softmax", "import os\nos._exit(3)"),
+        "crashed",
+        ("softmax", "count"),
+    ),
+    Case(
+        "infinite_loop",
+        "an endless loop (interrupted after the cell time-out)",
+        lambda nb, ctx: prepend(nb, "softmax", INFINITE_LOOP),
+        "timed_out",
+        ("softmax",),
+    ),
+    Case(
+        "ignores_interrupt",
+        "an endless loop that ignores SIGINT (kernel killed)",
+        lambda nb, ctx: prepend(nb, "softmax", IGNORE_INTERRUPT),
+        "timed_out",
+        ("softmax", "count"),
+    ),
+    Case(
+        "endless_thread",
+        "a thread, a child and a daemon that never end",
+        lambda nb, ctx: insert_after(nb, "count_tests", ENDLESS),
+        "graded",
+    ),
+    Case(
+        "fork_bomb",
+        "forks until the process cap stops it",
+        lambda nb, ctx: insert_after(nb, "scale_tests", FORK_BOMB),
+        "graded",
+    ),
+    Case(
+        "large_allocation",
+        "an 8 GiB tensor",
+        lambda nb, ctx: prepend(nb, "count", LARGE_ALLOCATION),
+        "memory_exceeded",
+        ("count",),
+    ),
+    Case(
+        "memory_children",
+        "four children of 700 MiB each",
+        lambda nb, ctx: prepend(nb, "count", MEMORY_CHILDREN),
+        "memory_exceeded",
+        ("count",),
+    ),
+    Case(
+        "output_flood",
+        "prints without end",
+        lambda nb, ctx: prepend(nb, "softmax", OUTPUT_FLOOD),
+        "timed_out",
+        ("softmax",),
+    ),
+    Case(
+        "writes_outside",
+        "writes and deletes course, gradebook and other students' files",
+        lambda nb, ctx: insert_after(nb, "setup", _escape_payload(ctx)),
+        "graded",
+    ),
+    Case(
+        "reads_secrets",
+        "reads solutions, gradebook, hidden tests on disk, other kernels",
+        lambda nb, ctx: answer(nb, "count", _secrets_payload(ctx)),
+        "graded",
+        ("count",),
+    ),
+    Case(
+        "network",
+        "connects out (answer right only if it can)",
+        lambda nb, ctx: answer(nb, "count", NETWORK),
+        "graded",
+        ("count",),
+    ),
+    Case(
+        "monkeypatch_torch",
+        "wrong answers + torch.allclose/isclose/equal/__eq__, math.isclose patched",
+        lambda nb, ctx: insert_after(wrong(nb, "softmax", "count"), "setup", MONKEYPATCH_TORCH),
+        "tampered",
+        ("softmax", "count"),
+    ),
+    Case(
+        "monkeypatch_helpers",
+        "wrong answers + bertcourse.grading replaced",
+        lambda nb, ctx: insert_after(
+            wrong(nb, "softmax", "count"), "scale_tests", MONKEYPATCH_HELPERS
+        ),
+        "tampered",
+        ("softmax", "count"),
+    ),
+    Case(
+        "patch_during_test",
+        "a wrong answer that patches the helpers when called",
+        lambda nb, ctx: answer(nb, "softmax", PATCH_DURING_TEST),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "always_equal",
+        "an int whose __eq__ is always true, a tensor subclass that agrees",
+        lambda nb, ctx: answer(
+            answer(nb, "softmax", ALWAYS_EQUAL_SOFTMAX), "count", ALWAYS_EQUAL_COUNT
+        ),
+        "tampered",
+        ("softmax", "count"),
+    ),
+    Case(
+        "ipython_hooks",
+        "wrong answers + input/AST transformers, exception handler, tracer",
+        lambda nb, ctx: insert_after(wrong(nb, "softmax", "count"), "setup", IPYTHON_HOOKS),
+        "tampered",
+        ("softmax", "count"),
+    ),
+    Case(
+        "stderr_warnings",
+        "correct code that writes warnings to stderr",
+        lambda nb, ctx: answer(
+            insert_after(nb, "setup", STDERR_NOISE), "count", STDERR_IN_FUNCTIONS
+        ),
+        "graded",
+    ),
+    Case(
+        "wrong_file_name",
+        "the notebook submitted under another name",
+        lambda nb, ctx: None,
+        "missing",
+    ),
+]
+MISSING_STUDENT = "zz_no_submission"  # in the gradebook, no folder: status missing
+
+
+def make_student_notebook(release: NotebookNode, source: NotebookNode) -> NotebookNode:
+    """The honest submission: the release with the instructor's answers filled in."""
+    answers = {
+        _gid(c): c.source
+        for c in source.cells
+        if (c.metadata.get("nbgrader") or {}).get("solution")
+    }
+    nb = copy.deepcopy(release)
+    for cell in nb.cells:
+        if _gid(cell) in answers:
+            cell.source = answers[_gid(cell)]
+    return nb
+
+
+def write_submission(
+    case: Case, honest: NotebookNode, ctx: dict[str, str], folder: str, notebook: str
+) -> Any:
+    """Write the case's submission into the student's folder; returns what was written."""
+    import os
+
+    os.makedirs(folder, exist_ok=True)
+    built = case.build(copy.deepcopy(honest), ctx)
+    if built is None:  # wrong_file_name
+        nbformat.write(honest, os.path.join(folder, "my_copy_of_the_notebook.ipynb"))
+    elif isinstance(built, bytes):
+        with open(os.path.join(folder, f"{notebook}.ipynb"), "wb") as f:
+            f.write(built)
+    else:
+        nbformat.write(built, os.path.join(folder, f"{notebook}.ipynb"))
+    return built

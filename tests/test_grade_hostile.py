@@ -1,0 +1,284 @@
+"""The hostile bank, graded in one batch by `python -m bertcourse.grade` (tests/hostile/bank.py).
+
+One module-scoped run grades every case of the bank (plus an honest student and one who is
+in the gradebook but submitted nothing) with two workers; each test then checks one
+student's status and part scores, and that every other student's grade is what it should
+be. A second, smaller run re-grades a few students: identical results, and a submission that
+now crashes keeps no stale marks. Cases that need root (a separate user, namespaces) are
+skipped without it.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import hashlib
+import html as html_module
+import json
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from hostile.bank import (
+    CASES,
+    FULL,
+    MISSING_STUDENT,
+    PARTS,
+    Case,
+    make_student_notebook,
+    prepend,
+    write_submission,
+)
+
+from bertcourse.grade import gradebook
+from bertcourse.grade.isolation import GRADER_USER
+from bertcourse.grade.runner import Options, run
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the grading jail is Linux-only")
+
+HERE = Path(__file__).parent
+ROOT = os.geteuid() == 0
+NEEDS_ROOT = {"writes_outside", "reads_secrets", "network", "fork_bomb", "memory_children"}
+REGRADE = Case(
+    "regrade_crash", "honest first, os._exit on the re-grade", lambda nb, ctx: nb, "graded"
+)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_csv(path: str) -> dict[str, dict[str, str]]:
+    with open(path, newline="") as f:
+        return {row["student_id"]: row for row in csv.DictReader(f)}
+
+
+def _expected(case: Case) -> tuple[str, dict[str, float]]:
+    return case.status, case.expected_parts()
+
+
+def _mismatch(row: dict[str, str], case: Case) -> str | None:
+    status, parts = _expected(case)
+    got = {k: float(row[k]) for k in parts}
+    if row["status"] != status or got != parts:
+        return f"{case.name}: expected {status} {parts}, got {row['status']} {got} ({row['detail'][:400]})"
+    return None
+
+
+def _build_bank(base: Path) -> dict:
+    course = base / "course"
+    shutil.copytree(HERE / "hostile" / "course", course)
+    subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", "toy", "--force"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+    )
+    source = nbformat.read(course / "solutions" / "toy" / "toy.ipynb", as_version=4)
+    release = nbformat.read(course / "exercises" / "toy" / "toy.ipynb", as_version=4)
+    honest = make_student_notebook(release, source)
+    submitted = course / ".grading" / "submitted"
+    import bertcourse.grading
+
+    ctx = {
+        "root": str(course),
+        "solution": str(course / "solutions" / "toy" / "toy.ipynb"),
+        "gradebook": str(course / ".grading" / "gradebook.db"),
+        "other_submission": str(submitted / "correct" / "toy" / "toy.ipynb"),
+        "package_file": bertcourse.grading.__file__,
+    }
+    cases = [c for c in CASES if ROOT or c.name not in NEEDS_ROOT] + [REGRADE]
+    for case in cases:
+        write_submission(case, honest, ctx, str(submitted / case.name / "toy"), "toy")
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{ctx['gradebook']}", "hostile") as gb:
+        gb.update_or_create_student(MISSING_STUDENT)
+    protected = [ctx["solution"], ctx["other_submission"], ctx["package_file"]]
+    before = {p: _sha(Path(p)) for p in protected}
+    passwd = _sha(Path("/etc/passwd"))
+    summary = run(
+        Options(
+            assignment="toy",
+            course=str(course),
+            workers=2,
+            memory_mib=1024,
+            notebook_timeout=120,
+            progress=False,
+        ),
+        log=lambda *a: None,
+    )
+    return {
+        "course": str(course),
+        "cases": [c.name for c in cases],
+        "rows": _read_csv(summary.csv),
+        "csv": summary.csv,
+        "plot": summary.plot,
+        "before": before,
+        "passwd": passwd,
+        "honest": honest,
+        "ctx": ctx,
+    }
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The graded bank, built once even when pytest-xdist runs this module in two workers."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # shared by the workers of this session
+    done = base / "grade_bank.json"
+    with open(base / "grade_bank.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            work = base / "grade_bank"
+            work.mkdir()
+            done.write_text(json.dumps(_build_bank(work)))
+    data = json.loads(done.read_text())
+    data["course"] = Path(data["course"])
+    all_cases = {c.name: c for c in [*CASES, REGRADE]}
+    data["cases"] = {n: all_cases[n] for n in data["cases"]}
+    return data
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hostile_submission(bank: dict, case: Case) -> None:
+    if case.name not in bank["cases"]:
+        pytest.skip("needs root (a separate user, namespaces, cgroups)")
+    row = bank["rows"][case.name]
+    assert _mismatch(row, case) is None, _mismatch(row, case)
+    assert float(row["score"]) == sum(case.expected_parts().values())
+    assert float(row["max_score"]) == sum(FULL.values())
+    # ... and every other student's grade is intact
+    others = [_mismatch(bank["rows"][n], c) for n, c in bank["cases"].items() if n != case.name]
+    assert [m for m in others if m] == []
+
+
+def test_missing_student_gets_status_missing(bank: dict) -> None:
+    row = bank["rows"][MISSING_STUDENT]
+    assert (row["status"], float(row["score"])) == ("missing", 0.0)
+    assert all(float(row[t]) == 0.0 for t in FULL)
+
+
+def test_csv_columns_and_plot(bank: dict) -> None:
+    with open(bank["csv"], newline="") as f:
+        header = next(csv.reader(f))
+    assert header == ["student_id", "assignment", "status", "score", "max_score", *FULL, "detail"]
+    assert set(bank["rows"]) == set(bank["cases"]) | {MISSING_STUDENT}
+    png = Path(bank["plot"])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+def test_gradebook_holds_the_same_statuses_and_scores(bank: dict) -> None:
+    results = gradebook.read_results(f"sqlite:///{bank['ctx']['gradebook']}", "hostile", "toy")
+    for r in results:
+        row = bank["rows"][r["student_id"]]
+        assert r["status"] == row["status"]
+        scored = [v for v in r["parts"].values() if v is not None]
+        assert sum(scored) == pytest.approx(float(row["score"]))
+
+
+def test_course_files_untouched(bank: dict) -> None:
+    for path, digest in bank["before"].items():
+        assert _sha(Path(path)) == digest, f"{path} was modified"
+    assert not (bank["course"] / "planted.txt").exists()
+    assert _sha(Path("/etc/passwd")) == bank["passwd"]
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root")
+def test_escape_attempts_all_failed(bank: dict) -> None:
+    nb = nbformat.read(
+        bank["course"] / ".grading" / "autograded" / "writes_outside" / "toy" / "toy.ipynb", 4
+    )
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "ESCAPE" in text and "DONE" not in text, text[:2000]
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root")
+def test_no_process_of_the_grading_user_survives(bank: dict) -> None:
+    uid = pwd.getpwnam(GRADER_USER).pw_uid
+    alive = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    alive.append(Path(f"/proc/{entry}/cmdline").read_bytes()[:80])
+            except OSError:
+                pass
+    assert alive == []
+
+
+def _outputs(bank: dict, student: str) -> str:
+    path = bank["course"] / ".grading" / "autograded" / student / "toy" / "toy.ipynb"
+    nb = nbformat.read(path, 4)
+    return "".join(
+        str(o.get("text", "")) for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
+
+
+def test_output_flood_is_capped(bank: dict) -> None:
+    path = bank["course"] / ".grading" / "autograded" / "output_flood" / "toy" / "toy.ipynb"
+    assert path.stat().st_size < 2_000_000
+    assert "output truncated" in _outputs(bank, "output_flood")
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root")
+def test_fork_bomb_is_capped(bank: dict) -> None:
+    text = _outputs(bank, "fork_bomb")
+    forked = int(text.split("FORKED")[1].split()[0])
+    assert 0 < forked < 300  # the pids cgroup (or RLIMIT_NPROC) stopped it
+
+
+def _text(page: str) -> str:
+    """The visible text of an HTML page (code is split into highlighting spans)."""
+    return html_module.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def test_feedback_has_no_hidden_tests(bank: dict) -> None:
+    page = bank["course"] / ".grading" / "feedback" / "correct" / "toy" / "toy.html"
+    html = _text(page.read_text())
+    assert "Grading status: graded" in html
+    assert "seed=2), -0.5)" not in html and "seed=6)" not in html  # hidden test lines
+    assert "seed=1), 2.0)" in html  # a visible test line
+    tampered = (
+        bank["course"] / ".grading" / "feedback" / "edited_test" / "toy" / "toy.html"
+    ).read_text()
+    assert "flagged for review" in tampered
+
+
+def test_regrade_is_idempotent_and_leaves_no_stale_marks(bank: dict, tmp_path: Path) -> None:
+    course = tmp_path / "course"  # a copy: the other tests keep reading the first run's files
+    shutil.copytree(bank["course"], course)
+    first = dict(bank["rows"])
+    assert (
+        first["regrade_crash"]["status"] == "graded" and float(first["regrade_crash"]["score"]) == 6
+    )
+    crashing = prepend(nbformat.from_dict(bank["honest"]), "softmax", "import os\nos._exit(3)")
+    nbformat.write(
+        crashing, course / ".grading" / "submitted" / "regrade_crash" / "toy" / "toy.ipynb"
+    )
+    summary = run(
+        Options(
+            assignment="toy",
+            course=str(course),
+            workers=2,
+            memory_mib=1024,
+            students=["correct", "edited_test", "regrade_crash"],
+            progress=False,
+        ),
+        log=lambda *a: None,
+    )
+    second = _read_csv(summary.csv)
+    for student in first:
+        if student != "regrade_crash":
+            assert second[student] == first[student], student
+    row = second["regrade_crash"]
+    assert row["status"] == "crashed"
+    parts = {PARTS[a][0]: float(row[PARTS[a][0]]) for a in PARTS}
+    assert parts == {"scale_tests": 2.0, "softmax_tests": 0.0, "count_tests": 0.0}

@@ -1,0 +1,288 @@
+"""Fast checks of the grader's parts, without starting Jupyter kernels.
+
+The jail (what a kernel can see and do), the in-kernel guard (restoring patched modules,
+rejecting objects built to fool comparisons), tamper detection and repair of notebooks, the
+notebook reader, the CSV and the command line. The whole pipeline, with kernels, is in
+test_grade_hostile.py and test_grade_postgres.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from hostile.bank import make_student_notebook
+
+from bertcourse.grade import isolation
+from bertcourse.grade.assignment import ensure_in_gradebook, load_assignment, strip_hidden_tests
+from bertcourse.grade.report import csv_rows
+from bertcourse.grade.runner import load_coursedir
+from bertcourse.grade.submission import InvalidNotebook, find_tampering, load_notebook, repair
+
+HERE = Path(__file__).parent
+ROOT = os.geteuid() == 0
+linux = pytest.mark.skipif(sys.platform != "linux", reason="Linux only")
+
+
+# --- the jail -------------------------------------------------------------------------------
+
+
+def _in_jail(caps: isolation.Capabilities, code: str, hide: list[str]) -> tuple[int, str]:
+    base = tempfile.mkdtemp(prefix="bcg-test-")
+    os.chmod(base, 0o711)
+    jail = isolation.KernelJail(caps, isolation.Limits(memory_bytes=1 << 30), base, hide, 1)
+    try:
+        cmd = jail.command([sys.executable, "-c", code])
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        return proc.returncode, proc.stdout + proc.stderr
+    finally:
+        jail.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+PROBE = """
+import json, os, resource, socket
+out = {"uid": os.getuid(), "pid": os.getpid(), "procs": sorted(p for p in os.listdir("/proc") if p.isdigit())}
+out["secret_visible"] = os.path.exists(SECRET)
+out["tmp"] = os.listdir("/tmp")
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    out["network"] = True
+except OSError:
+    out["network"] = False
+import bertcourse.grading
+out["package"] = bertcourse.grading.__file__
+try:
+    open(bertcourse.grading.__file__, "a")
+    out["package_writable"] = True
+except OSError:
+    out["package_writable"] = False
+out["data_limit"] = resource.getrlimit(resource.RLIMIT_DATA)[0]
+print("PROBE" + json.dumps(out))
+"""
+
+
+@linux
+@pytest.mark.skipif(not ROOT, reason="the full jail needs root")
+def test_jail_hides_the_course_and_drops_privileges(tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    secret = course / "solutions" / "answers.ipynb"
+    secret.write_text("{}")
+    course.chmod(0o755)
+    caps = isolation.detect()
+    assert caps.namespaces, "namespaces should be available to root here"
+    code = f"SECRET = {str(secret)!r}\n" + PROBE
+    try:
+        rc, out = _in_jail(caps, code, [str(course)])
+    finally:
+        isolation.release(caps)
+    assert rc == 0, out
+    probe = json.loads(out.split("PROBE", 1)[1].splitlines()[0])
+    assert probe["uid"] == caps.uid != 0
+    assert probe["pid"] == 1 and probe["procs"] == ["1"]  # its own PID namespace
+    assert probe["secret_visible"] is False
+    assert probe["network"] is False
+    assert probe["package_writable"] is False
+    assert probe["data_limit"] == 1 << 30
+    assert not any(name.startswith("pytest-of") for name in probe["tmp"])  # a private /tmp
+
+
+@linux
+def test_launcher_without_root_kills_what_the_kernel_left_behind(tmp_path: Path) -> None:
+    caps = isolation.Capabilities(False, False, None, None, None, None, None)
+    marker = tmp_path / "daemon.pid"
+    code = f"""
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open({str(marker)!r}, "w").write(str(os.getpid()))
+        time.sleep(300)
+    os._exit(0)
+time.sleep(1)
+"""
+    rc, out = _in_jail(caps, code, [])
+    assert rc == 0, out
+    pid = int(marker.read_text())
+    # the launcher is a child subreaper: the orphaned daemon was re-parented to it and killed
+    assert (
+        not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    )
+
+
+# --- the guard ------------------------------------------------------------------------------
+
+GUARD_SCRIPT = """
+import json, sys
+import torch
+from bertcourse import grading
+from bertcourse.grade import guard
+guard.install(json.dumps({"nonce": "n0", "modules": ["torch", "bertcourse.grading", "math"],
+                          "imports": "from bertcourse import grading", "solution_names": ["f"]}))
+# the student's cell: wrong answer, patched comparisons, replaced helper
+def f(x):
+    return x + 1
+torch.allclose = lambda *a, **k: True
+torch.Tensor.__eq__ = lambda self, other: True
+grading.check_close = lambda *a, **k: None
+grading = None
+test = "grading.check_close(f, lambda x: x, torch.zeros(3))\\nassert torch.allclose(f(torch.zeros(1)), torch.zeros(1))"
+verdict = json.loads(guard.run_test(json.dumps({"nonce": "n1", "cell": "t", "source": test})))
+print("VERDICT" + json.dumps(verdict))
+# an object built to compare equal to anything
+class AlwaysEqual(int):
+    def __eq__(self, other):
+        return True
+    __hash__ = int.__hash__
+def g(x):
+    return AlwaysEqual(0)
+v2 = json.loads(guard.run_test(json.dumps({"nonce": "n2", "cell": "u", "source": "grading.check_value(g(1), 5)"})))
+print("VERDICT2" + json.dumps(v2))
+"""
+
+
+def test_guard_restores_patched_modules_and_rejects_fake_values() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", GUARD_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    verdict = json.loads(proc.stdout.split("VERDICT", 1)[1].splitlines()[0])
+    assert verdict["nonce"] == "n1" and verdict["passed"] is False
+    assert verdict["error"]["ename"] == "GradingError"  # the real check_close ran and failed
+    restored = " ".join(verdict["tampered_before"])
+    for name in ("torch.allclose", "bertcourse.grading.check_close", "torch.Tensor.__eq__"):
+        assert name in restored
+    v2 = json.loads(proc.stdout.split("VERDICT2", 1)[1].splitlines()[0])
+    assert v2["passed"] is False and v2["error"]["ename"] == "RejectedValue"
+
+
+# --- notebooks: reading, tampering, repair --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory: pytest.TempPathFactory):
+    course = tmp_path_factory.mktemp("units") / "course"
+    shutil.copytree(HERE / "hostile" / "course", course)
+    subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", "toy", "--force"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+    )
+    coursedir, _ = load_coursedir(str(course), None)
+    ensure_in_gradebook(coursedir, "toy")
+    spec = load_assignment(coursedir, "toy")
+    source = nbformat.read(course / "solutions" / "toy" / "toy.ipynb", 4)
+    release = nbformat.read(course / "exercises" / "toy" / "toy.ipynb", 4)
+    return coursedir, spec, make_student_notebook(release, source)
+
+
+def _cell(nb, gid):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
+
+
+def test_hidden_tests_are_in_the_spec_but_not_in_the_release(toy) -> None:
+    _, spec, honest = toy
+    nb_spec = spec.notebooks[0]
+    test = nb_spec.cell("scale_tests")
+    assert "BEGIN HIDDEN TESTS" in test.source and "HIDDEN" not in test.visible_source
+    assert strip_hidden_tests(test.source) == test.visible_source
+    assert _cell(honest, "scale_tests").source.strip() == test.visible_source.strip()
+    assert [c.name for c in nb_spec.parts] == ["scale_tests", "softmax_tests", "count_tests"]
+    assert spec.max_score == 6
+
+
+def test_tampering_is_found_and_repaired(toy) -> None:
+    coursedir, spec, honest = toy
+    nb_spec = spec.notebooks[0]
+    assert find_tampering(honest, nb_spec) == []
+    nb = copy.deepcopy(honest)
+    _cell(nb, "softmax_tests").source = "pass"  # edited
+    nb.cells.remove(_cell(nb, "count_tests"))  # deleted
+    nb.cells.insert(2, copy.deepcopy(_cell(nb, "scale_tests")))  # duplicated
+    _cell(nb, "scale_tests").metadata.nbgrader["points"] = 99  # changed metadata
+    problems = find_tampering(nb, nb_spec)
+    assert "edited test cell 'softmax_tests'" in problems
+    assert "deleted test cell 'count_tests'" in problems
+    assert "duplicated test cell 'scale_tests' (2 copies)" in problems
+    assert any("points 2 -> 99" in p for p in problems)
+    fixed = repair(nb, nb_spec, db_url=coursedir.db_url, assignment="toy", student="s")
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in fixed.cells]
+    assert ids.count("scale_tests") == 1 and ids.count("count_tests") == 1
+    assert ids.index("count_tests") == ids.index("count") + 1  # put back after its answer
+    for name in ("scale_tests", "softmax_tests", "count_tests"):
+        cell = _cell(fixed, name)
+        assert cell.source == nb_spec.cell(name).source  # hidden tests back, edits undone
+        assert cell.metadata.nbgrader["points"] == nb_spec.cell(name).points
+
+
+def test_stripped_metadata_is_reported(toy) -> None:
+    _, spec, honest = toy
+    nb = copy.deepcopy(honest)
+    del _cell(nb, "softmax_tests").metadata["nbgrader"]
+    assert find_tampering(nb, spec.notebooks[0]) == [
+        "test cell 'softmax_tests' lost its nbgrader metadata"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b'{"cells": [', "not valid JSON"),
+        (b"\xff\xfe\x00", "not UTF-8"),
+        (b"[1, 2]", "not a Jupyter notebook"),
+        (b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": 3}', "nbformat 4"),
+    ],
+)
+def test_invalid_notebooks_are_named(tmp_path: Path, content: bytes, reason: str) -> None:
+    path = tmp_path / "n.ipynb"
+    path.write_bytes(content)
+    with pytest.raises(InvalidNotebook, match=reason):
+        load_notebook(str(path))
+
+
+def test_csv_rows_give_zero_parts_for_unreadable_and_missing(toy) -> None:
+    _, spec, _ = toy
+    results = [
+        {
+            "student_id": "a",
+            "status": "graded",
+            "detail": "",
+            "score": 5.0,
+            "max_score": 6.0,
+            "parts": {
+                ("toy", "scale_tests"): 2.0,
+                ("toy", "softmax_tests"): 3.0,
+                ("toy", "count_tests"): 0.0,
+            },
+        },
+        {
+            "student_id": "b",
+            "status": "invalid_notebook",
+            "detail": "not JSON",
+            "score": 0.0,
+            "max_score": 6.0,
+            "parts": {},
+        },
+    ]
+    rows = csv_rows(spec, results)
+    assert rows[0]["score"] == "5" and rows[0]["count_tests"] == "0"
+    assert rows[1]["status"] == "invalid_notebook" and rows[1]["softmax_tests"] == "0"
+
+
+def test_help_lists_the_statuses() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "bertcourse.grade", "--help"], capture_output=True, text=True
+    )
+    assert out.returncode == 0
+    for word in ("--workers", "--db", "--csv", "timed_out", "memory_exceeded", "tampered"):
+        assert word in out.stdout
