@@ -15,6 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from bertcourse.viz.style import BLUE, CYCLE, GREY, HEATMAP, ORANGE, as_array
+
 __all__ = [
     "plot_surprisal",
     "plot_logit_gradient",
@@ -29,17 +31,6 @@ __all__ = [
     "plot_similarity_matrix",
     "plot_fill_mask",
 ]
-
-# Two colours that stay distinct in grey scale and for the common colour-vision deficiencies.
-_BLUE, _ORANGE, _GREY = "#0072B2", "#E69F00", "#7f7f7f"
-_CYCLE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000"]
-
-
-def _np(x) -> np.ndarray:
-    """Tensors (also ones that require grad), lists and arrays -> a float numpy array."""
-    if hasattr(x, "detach"):
-        x = x.detach().cpu().numpy()
-    return np.asarray(x, dtype=float)
 
 
 def _check_same_length(**arrays: np.ndarray) -> None:
@@ -65,7 +56,7 @@ def plot_surprisal(
         labels: N names for the points (e.g. the target words), or None.
         annotate: which series gets the labels written next to its points (default: the last).
     """
-    arrays = {name: _np(p) for name, p in series.items()}
+    arrays = {name: as_array(p) for name, p in series.items()}
     for name, p in arrays.items():
         if p.ndim != 1 or np.any((p <= 0) | (p > 1)):
             raise ValueError(f"series {name!r} must be a 1-D sequence of probabilities in (0, 1]")
@@ -76,8 +67,8 @@ def plot_surprisal(
     lowest = min(float(p.min()) for p in arrays.values())
     fig, ax = plt.subplots(figsize=(7.0, 3.8))
     grid = np.logspace(np.log10(min(lowest, 1e-3) / 2), 0, 400)
-    ax.plot(grid, -np.log(grid), color=_GREY, lw=1.5, label=r"$-\ln p$")
-    for (name, p), color in zip(arrays.items(), _CYCLE):
+    ax.plot(grid, -np.log(grid), color=GREY, lw=1.5, label=r"$-\ln p$")
+    for (name, p), color in zip(arrays.items(), CYCLE):
         ax.scatter(p, -np.log(p), color=color, zorder=3, s=22, label=name)
         ax.axhline(-np.log(p).mean(), color=color, ls="--", lw=1)
         if labels is not None and name == annotate:
@@ -108,11 +99,11 @@ def plot_logit_gradient(
         autograd: (K,) the gradient autograd computed at the same classes.
         class_names: K names (tokens) for the x axis.
     """
-    g, a = _np(closed_form), _np(autograd)
+    g, a = as_array(closed_form), as_array(autograd)
     _check_same_length(closed_form=g, autograd=a, class_names=np.arange(len(class_names)))
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     x = np.arange(len(g))
-    colors = [_ORANGE if v < 0 else _BLUE for v in g]
+    colors = [ORANGE if v < 0 else BLUE for v in g]
     ax.bar(x, g, color=colors, label="closed form $p - y$")
     ax.scatter(x, a, color="black", marker="_", s=200, zorder=3, label="autograd")
     ax.axhline(0, color="black", lw=0.6)
@@ -136,11 +127,11 @@ def plot_gather_costs(
         lengths: (S,) the sequence lengths measured.
         costs: `{strategy: {"time_ms": (S,), "memory_mb": (S,)}}`.
     """
-    x = _np(lengths)
+    x = as_array(lengths)
     fig, axes = plt.subplots(1, 2, figsize=(8.8, 3.4))
-    for (name, c), color in zip(costs.items(), _CYCLE):
+    for (name, c), color in zip(costs.items(), CYCLE):
         for ax, key in zip(axes, ("time_ms", "memory_mb")):
-            y = _np(c[key])
+            y = as_array(c[key])
             _check_same_length(lengths=x, **{key: y})
             ax.plot(x, y, marker="o", color=color, label=name)
     axes[0].set_ylabel("forward + backward (ms, fastest of 3)")
@@ -172,7 +163,7 @@ def plot_token_types(
         token_type_ids: (L,) 0 for segment A (with [CLS] and its [SEP]), 1 for segment B.
         max_tokens: longer pairs are cut in the middle and the cut is marked.
     """
-    types = [int(t) for t in _np(token_type_ids)]
+    types = [int(t) for t in as_array(token_type_ids)]
     if len(types) != len(tokens):
         raise ValueError(f"got {len(tokens)} tokens but {len(types)} token type ids")
     items = list(zip(tokens, types))
@@ -182,7 +173,7 @@ def plot_token_types(
     per_row = 12
     rows = (len(items) + per_row - 1) // per_row
     fig, ax = plt.subplots(figsize=(9, 0.45 * rows + 0.9))
-    colors = {0: _BLUE, 1: _ORANGE, -1: "white"}
+    colors = {0: BLUE, 1: ORANGE, -1: "white"}
     for i, (tok, t) in enumerate(items):
         r, c = divmod(i, per_row)
         ax.add_patch(
@@ -193,10 +184,8 @@ def plot_token_types(
     ax.set_ylim(-rows + 0.8, 0.9)
     ax.axis("off")
     handles = [
-        plt.Rectangle((0, 0), 1, 1, facecolor=_BLUE, alpha=0.35, label="token type 0 (segment A)"),
-        plt.Rectangle(
-            (0, 0), 1, 1, facecolor=_ORANGE, alpha=0.35, label="token type 1 (segment B)"
-        ),
+        plt.Rectangle((0, 0), 1, 1, facecolor=BLUE, alpha=0.35, label="token type 0 (segment A)"),
+        plt.Rectangle((0, 0), 1, 1, facecolor=ORANGE, alpha=0.35, label="token type 1 (segment B)"),
     ]
     ax.legend(
         handles=handles,
@@ -225,11 +214,11 @@ def plot_pair_scores(
     fig, axes = plt.subplots(1, len(scores), figsize=(4.4 * len(scores), 3.2), sharey=True)
     axes = np.atleast_1d(axes)
     for ax, (task, (pos, neg)) in zip(axes, scores.items()):
-        pos, neg = _np(pos), _np(neg)
+        pos, neg = as_array(pos), as_array(neg)
         both = np.concatenate([pos, neg])
         bins = np.linspace(both.min(), both.max() + 1e-9, 30)
-        ax.hist(pos, bins=bins, alpha=0.45, color=_BLUE, label=names[0])
-        ax.hist(neg, bins=bins, histtype="step", lw=1.8, color=_ORANGE, label=names[1])
+        ax.hist(pos, bins=bins, alpha=0.45, color=BLUE, label=names[0])
+        ax.hist(neg, bins=bins, histtype="step", lw=1.8, color=ORANGE, label=names[1])
         ax.set_yscale("log")
         ax.set_title(task)
         ax.set_xlabel(xlabel)
@@ -253,11 +242,11 @@ def plot_baseline_accuracy(
         errors: optional `{setting: standard error}` drawn as error bars.
     """
     names = list(accuracy)
-    acc = _np([accuracy[n] for n in names])
-    err = None if errors is None else _np([errors.get(n, 0.0) for n in names])
+    acc = as_array([accuracy[n] for n in names])
+    err = None if errors is None else as_array([errors.get(n, 0.0) for n in names])
     fig, ax = plt.subplots(figsize=(6.4, 0.55 * len(names) + 1.2))
     y = np.arange(len(names))
-    ax.barh(y, acc, xerr=err, color=[_CYCLE[i % len(_CYCLE)] for i in range(len(names))], alpha=0.8)
+    ax.barh(y, acc, xerr=err, color=[CYCLE[i % len(CYCLE)] for i in range(len(names))], alpha=0.8)
     for i, (yi, a) in enumerate(zip(y, acc)):
         right = a + (0.0 if err is None else err[i])
         ax.text(right + 0.015, yi, f"{a:.1%}", va="center", fontsize=8)
@@ -291,16 +280,16 @@ def plot_bias_correction(
         predicted: names of curves that are formulas rather than measurements: drawn as thin
             dotted black lines on top, so that a measured curve under them stays visible.
     """
-    t = _np(steps)
+    t = as_array(steps)
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     measured = [(n, y) for n, y in curves.items() if n not in predicted]
     formulas = [(n, y) for n, y in curves.items() if n in predicted]
-    for (name, y), color in zip(measured, _CYCLE):
-        y = _np(y)
+    for (name, y), color in zip(measured, CYCLE):
+        y = as_array(y)
         _check_same_length(steps=t, **{name: y})
         ax.plot(t, y, color=color, lw=2.2, label=name)
     for name, y in formulas:
-        y = _np(y)
+        y = as_array(y)
         _check_same_length(steps=t, **{name: y})
         ax.plot(t, y, color="black", lw=1.0, ls=":", label=name)
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
@@ -328,22 +317,22 @@ def plot_schedules(
         schedules: `{name: (T,) multipliers of the peak learning rate}`.
         warmup_steps: draws a vertical line at the end of warmup.
     """
-    t = _np(steps)
+    t = as_array(steps)
     names = list(schedules)
     ncols = 2 if len(names) >= 2 else 1
     fig, axes = plt.subplots(1, ncols, figsize=(4.6 * ncols, 3.4))
     axes = np.atleast_1d(axes)
-    for name, color in zip(names, _CYCLE):
-        y = _np(schedules[name])
+    for name, color in zip(names, CYCLE):
+        y = as_array(schedules[name])
         _check_same_length(steps=t, **{name: y})
         axes[0].plot(t, y, color=color, lw=1.6, label=name)
     axes[0].set_ylabel("multiplier of the peak rate")
     axes[0].set_title(title, fontsize=10)
     axes[0].legend(frameon=False, fontsize=8)
     if ncols == 2:
-        first = _np(schedules[names[0]])
-        for name, color in zip(names[1:], _CYCLE[1:]):
-            axes[1].plot(t, first - _np(schedules[name]), color=color, lw=1.6)
+        first = as_array(schedules[names[0]])
+        for name, color in zip(names[1:], CYCLE[1:]):
+            axes[1].plot(t, first - as_array(schedules[name]), color=color, lw=1.6)
         axes[1].axhline(0, color="black", lw=0.6)
         diff_title = f"{names[0]} minus {' / '.join(names[1:])}"
         axes[1].set_title(textwrap.fill(diff_title, 48), fontsize=9)
@@ -351,7 +340,7 @@ def plot_schedules(
     for ax in axes:
         ax.set_xlabel("step")
         if warmup_steps is not None:
-            ax.axvline(warmup_steps, color=_GREY, ls=":", lw=1)
+            ax.axvline(warmup_steps, color=GREY, ls=":", lw=1)
     fig.tight_layout()
     return fig
 
@@ -393,11 +382,11 @@ def plot_curves(
     )
     axes = np.atleast_1d(axes)
     for i, (ax, panel) in enumerate(zip(axes, all_panels)):
-        for (name, data), color in zip(panel.items(), _CYCLE):
+        for (name, data), color in zip(panel.items(), CYCLE):
             if isinstance(data, tuple) and len(data) == 2:
-                x, y = _np(data[0]), _np(data[1])
+                x, y = as_array(data[0]), as_array(data[1])
             else:
-                y = _np(data)
+                y = as_array(data)
                 x = np.arange(1, len(y) + 1)
             _check_same_length(x=x, y=y)
             if smooth > 1 and len(y) >= smooth:
@@ -447,11 +436,11 @@ def plot_parameter_breakdown(
         components += [k for k in c if k not in components]
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 0.55 * len(models) + 2.4), sharey=True)
     y = np.arange(len(models))
-    totals = _np([sum(counts[m].values()) for m in models])
+    totals = as_array([sum(counts[m].values()) for m in models])
     for ax, relative in zip(axes, (False, True)):
         left = np.zeros(len(models))
-        for comp, color in zip(components, _CYCLE):
-            vals = _np([counts[m].get(comp, 0) for m in models])
+        for comp, color in zip(components, CYCLE):
+            vals = as_array([counts[m].get(comp, 0) for m in models])
             vals = vals / totals if relative else vals / 1e6
             ax.barh(y, vals, left=left, color=color, label=comp)
             left += vals
@@ -480,12 +469,12 @@ def plot_similarity_matrix(
         matrix: (N, N), e.g. cosine similarities of N sentence embeddings.
         labels: N short names for the rows and columns.
     """
-    m = _np(matrix)
+    m = as_array(matrix)
     if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] != len(labels):
         raise ValueError(f"matrix must be (N, N) with N = {len(labels)} labels, got {m.shape}")
     n = len(labels)
     fig, ax = plt.subplots(figsize=(1.0 * n + 2.6, 0.8 * n + 1.4))
-    im = ax.imshow(m, cmap="viridis", vmin=min(0.0, m.min()), vmax=1.0)
+    im = ax.imshow(m, cmap=HEATMAP, vmin=min(0.0, m.min()), vmax=1.0)
     for i in range(n):
         for j in range(n):
             ax.text(
@@ -519,8 +508,8 @@ def plot_fill_mask(
     fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.0), squeeze=False)
     for ax, (sentence, preds) in zip(axes[0], predictions.items()):
         toks = [t for t, _ in preds][::-1]
-        probs = _np([p for _, p in preds])[::-1]
-        ax.barh(np.arange(len(toks)), probs, color=_BLUE)
+        probs = as_array([p for _, p in preds])[::-1]
+        ax.barh(np.arange(len(toks)), probs, color=BLUE)
         ax.set_yticks(np.arange(len(toks)), toks, fontsize=8)
         ax.set_xlim(0, max(1e-9, probs.max()) * 1.15)
         ax.set_xlabel("probability")
