@@ -127,7 +127,8 @@ import torch
 from bertcourse import grading
 from bertcourse.grade import guard
 guard.install(json.dumps({"nonce": "n0", "modules": ["torch", "bertcourse.grading", "math"],
-                          "imports": "from bertcourse import grading", "solution_names": ["f"]}))
+                          "imports": "from bertcourse import grading",
+                          "solution_names": ["f", "g", "h", "k", "helper"]}))
 # the student's cell: wrong answer, patched comparisons, replaced helper
 def f(x):
     return x + 1
@@ -147,6 +148,19 @@ def g(x):
     return AlwaysEqual(0)
 v2 = json.loads(guard.run_test(json.dumps({"nonce": "n2", "cell": "u", "source": "grading.check_value(g(1), 5)"})))
 print("VERDICT2" + json.dumps(v2))
+# the helpers still see through the guard's wrappers: forbidden aliases, earlier parts
+sm = torch.softmax
+def h(x):
+    return sm(x, -1)
+def helper(x):
+    raise NotImplementedError
+def k(x):
+    return helper(x) + 1
+src = ("grading.check_close(k, lambda x: x + 1, torch.zeros(3), use_reference={'helper': lambda x: x})\\n"
+       "try:\\n    grading.check_close(h, lambda x: torch.softmax(x, -1), torch.zeros(3), forbid='torch.softmax')\\n"
+       "except AssertionError:\\n    print('FORBIDDEN-CAUGHT')\\nelse:\\n    raise RuntimeError('alias escaped')")
+v3 = json.loads(guard.run_test(json.dumps({"nonce": "n3", "cell": "w", "source": src})))
+print("VERDICT3" + json.dumps(v3))
 """
 
 
@@ -163,6 +177,9 @@ def test_guard_restores_patched_modules_and_rejects_fake_values() -> None:
         assert name in restored
     v2 = json.loads(proc.stdout.split("VERDICT2", 1)[1].splitlines()[0])
     assert v2["passed"] is False and v2["error"]["ename"] == "RejectedValue"
+    v3 = json.loads(proc.stdout.split("VERDICT3", 1)[1].splitlines()[0])
+    assert v3["passed"] is True, v3
+    assert "FORBIDDEN-CAUGHT" in proc.stdout
 
 
 # --- notebooks: reading, tampering, repair --------------------------------------------------
