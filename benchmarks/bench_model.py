@@ -4,7 +4,9 @@ Same config, same weights (copied with `bertcourse.hf.to_hf`), same inputs (mask
 `bertcourse.mlm.mask_tokens`, NSP labels), CPU fp32, `torch.set_num_threads(2)`:
 
 - train step = zero_grad + forward with MLM and NSP labels + backward + `torch.optim.AdamW`
-  step (the same optimizer class for both, so only the models differ); dropout on (0.1).
+  step (the same optimizer for both, so only the models differ: `--adamw fused`, the default,
+  is PyTorch's fused CPU/GPU kernel; `--adamw loop` its per-tensor default, ~6x slower on CPU,
+  which adds the same time to both and so lowers the ratio); dropout on (0.1).
 - eval forward = `model.eval()`, `torch.no_grad()`, forward with labels (the loss an
   evaluation computes).
 
@@ -125,7 +127,10 @@ def median_times(fns: dict[str, callable], repeats: int, warmup: int = 1) -> dic
     return times
 
 
-def bench_cpu(size: str, batch: int, seq: int, repeats: int) -> dict:
+ADAMW = {"fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False}}
+
+
+def bench_cpu(size: str, batch: int, seq: int, repeats: int, adamw: str = "fused") -> dict:
     ours, theirs, config = build_pair(size)
     x = make_inputs(config, batch, seq)
     # Same loss before any step: same weights, same inputs (dropout off for this check).
@@ -134,8 +139,8 @@ def bench_cpu(size: str, batch: int, seq: int, repeats: int) -> dict:
     if abs(l1 - l2) > 1e-3 * max(1.0, abs(l2)):
         raise RuntimeError(f"{size}: losses differ before timing: {l1} vs {l2}")
     ours.train(), theirs.train()
-    opt_ours = torch.optim.AdamW(ours.parameters(), lr=1e-4)
-    opt_theirs = torch.optim.AdamW(theirs.parameters(), lr=1e-4)
+    opt_ours = torch.optim.AdamW(ours.parameters(), lr=1e-4, **ADAMW[adamw])
+    opt_theirs = torch.optim.AdamW(theirs.parameters(), lr=1e-4, **ADAMW[adamw])
     train = median_times(
         {
             "bertcourse": lambda: train_step(ours, opt_ours, x),
@@ -153,6 +158,7 @@ def bench_cpu(size: str, batch: int, seq: int, repeats: int) -> dict:
     )
     n_params = sum(p.numel() for p in ours.parameters())
     res = {"size": size, "batch": batch, "seq": seq, "params": n_params, "repeats": repeats}
+    res["adamw"] = adamw
     for kind, t in (("train", train), ("eval", evals)):
         for impl in t:
             res[f"{kind}_{impl}_s"] = statistics.median(t[impl])
@@ -191,7 +197,9 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
 
 
-def memory_child(size: str, impl: str, kind: str, batch: int, seq: int) -> dict:
+def memory_child(
+    size: str, impl: str, kind: str, batch: int, seq: int, adamw: str = "loop"
+) -> dict:
     """Runs in a fresh process: RSS with the model built, and the peak during 2 steps of
     `kind` with `impl` (the peak is reset after building, so it is the steps' own peak)."""
     torch.set_num_threads(2)
@@ -201,7 +209,7 @@ def memory_child(size: str, impl: str, kind: str, batch: int, seq: int) -> dict:
     x = make_inputs(config, batch, seq)
     if kind == "train":
         model.train()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, **ADAMW[adamw])
     else:
         model.eval()
     before = _proc_status_mib("VmRSS") or _peak_rss_mib()
@@ -211,7 +219,7 @@ def memory_child(size: str, impl: str, kind: str, batch: int, seq: int) -> dict:
     return {"before_mib": before, "peak_mib": _peak_rss_mib()}
 
 
-def bench_memory(size: str, batch: int, seq: int) -> dict:
+def bench_memory(size: str, batch: int, seq: int, adamw: str) -> dict:
     out = {}
     for kind in ("train", "eval"):
         for impl in ("bertcourse", "transformers"):
@@ -219,7 +227,7 @@ def bench_memory(size: str, batch: int, seq: int) -> dict:
                 sys.executable,
                 __file__,
                 "--memory-child",
-                json.dumps([size, impl, kind, batch, seq]),
+                json.dumps([size, impl, kind, batch, seq, adamw]),
             ]
             res = subprocess.run(cmd, capture_output=True, text=True, check=True)
             r = json.loads(res.stdout.strip().splitlines()[-1])
@@ -334,6 +342,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batch", type=int, default=None, help="default: 32 (tiny, mini), 8 (base)")
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--adamw", choices=list(ADAMW), default="fused", help="torch AdamW variant")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     p.add_argument("--gpu", action="store_true", help="GPU section (default: when CUDA exists)")
     p.add_argument("--gpu-batch", type=int, default=64)
@@ -348,12 +357,12 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     print(
         f"torch {torch.__version__}, {args.threads} threads, CPU fp32; "
-        f"medians of {args.repeats} interleaved repeats"
+        f"medians of {args.repeats} interleaved repeats; torch.optim.AdamW ({args.adamw})"
     )
     rows, mem = [], {}
     for size in args.sizes:
         batch = args.batch or DEFAULT_BATCH[size]
-        r = bench_cpu(size, batch, args.seq, args.repeats)
+        r = bench_cpu(size, batch, args.seq, args.repeats, args.adamw)
         rows.append(r)
         print(
             f"{size:5s} train: bertcourse {r['train_bertcourse_s'] * 1e3:7.1f} ms, "
@@ -363,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
         if not args.no_memory:
-            mem[size] = bench_memory(size, batch, args.seq)
+            mem[size] = bench_memory(size, batch, args.seq, args.adamw)
             m = mem[size]
             print(
                 f"{size:5s} peak RSS train: bertcourse {m['train_bertcourse_peak_mib']:.0f} MiB "

@@ -37,7 +37,7 @@ from hostile.bank import (
 )
 
 from bertcourse.grade import gradebook
-from bertcourse.grade.isolation import GRADER_USER
+from bertcourse.grade.isolation import GRADER_USER, ensure_grader_user
 from bertcourse.grade.runner import Options, run
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the grading jail is Linux-only")
@@ -102,6 +102,8 @@ def _build_bank(base: Path) -> dict:
         gb.update_or_create_student(MISSING_STUDENT)
     protected = [ctx["solution"], ctx["other_submission"], ctx["package_file"]]
     before = {p: _sha(Path(p)) for p in protected}
+    if ROOT:  # the grader creates its user on first use: that write is not the student's
+        ensure_grader_user()
     passwd = _sha(Path("/etc/passwd"))
     summary = run(
         Options(

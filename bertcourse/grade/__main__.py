@@ -87,6 +87,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--no-zygote",
+        action="store_true",
+        help="start every kernel from scratch instead of forking it from a process that has "
+        "already imported torch (slower; the jail is the same)",
+    )
+    parser.add_argument(
         "--init-only",
         action="store_true",
         help="create the gradebook tables and record the assignment, then stop "
@@ -141,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         init_only=args.init_only,
         report_only=args.report_only,
         hide=args.hide,
+        zygote=not args.no_zygote,
     )
     try:
         run(opts)

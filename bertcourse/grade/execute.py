@@ -31,7 +31,7 @@ from nbformat import NotebookNode
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import Execute
 
-from bertcourse.grade.isolation import KernelJail
+from bertcourse.grade.isolation import KernelJail, Zygote
 
 MEMORY_ERROR_MARKERS = (
     "MemoryError",
@@ -47,6 +47,7 @@ class JailedKernelManager(AsyncKernelManager):
     """An `AsyncKernelManager` whose kernel command goes through the jail's launcher."""
 
     jail: KernelJail | None = None
+    zygote: Zygote | None = None
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         assert self.jail is not None
@@ -56,7 +57,7 @@ class JailedKernelManager(AsyncKernelManager):
 
             os.chown(self.connection_file, jail.caps.uid, jail.caps.gid)
         cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
-        return jail.command(cmd + list(extra_arguments or []))
+        return jail.command(cmd + list(extra_arguments or []), self.zygote)
 
 
 @dataclasses.dataclass
@@ -109,6 +110,7 @@ class NotebookRun(Execute):
         cell_timeout: float,
         notebook_timeout: float,
         guard_config: dict[str, Any],
+        zygote: Zygote | None = None,
         max_cell_output: int = 1 << 20,
         max_total_output: int = 8 << 20,
         startup_timeout: int = 120,
@@ -116,6 +118,7 @@ class NotebookRun(Execute):
         km = JailedKernelManager(kernel_name="python3", transport="ipc")
         km.connection_file = jail.connection_file
         km.jail = jail
+        km.zygote = zygote
         super().__init__(
             timeout=int(cell_timeout),
             startup_timeout=startup_timeout,
@@ -304,7 +307,7 @@ class NotebookRun(Execute):
         try:
             async with self.async_setup_kernel(stdout=log, stderr=log, cwd=self.jail.dir):
                 assert self.km is not None
-                self.jail.start_watchdog(self.km.provisioner.pid)  # type: ignore[union-attr]
+                self.jail.start_watchdog()
                 msg_id = await ensure_async(self.kc.kernel_info())
                 await self.async_wait_for_reply(msg_id)
                 await self._install_guard()

@@ -44,6 +44,7 @@ class Options:
     isolate: bool = True
     user: str = GRADER_USER
     progress: bool = True
+    zygote: bool = True
     hide: list[str] = dataclasses.field(default_factory=list)  # more folders to hide
     init_only: bool = False  # record the assignment and create the tables, grade nothing
     report_only: bool = False  # write the CSV and the plot from the gradebook, grade nothing
@@ -187,6 +188,7 @@ def run(opts: Options, log=print) -> Summary:
             cell_timeout=cell_timeout,
             notebook_timeout=opts.notebook_timeout,
             feedback=opts.feedback,
+            zygote=opts.zygote,
         )
         for s in students
     ]

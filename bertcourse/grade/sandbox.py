@@ -2,9 +2,12 @@
 
 The grader starts every kernel through this file, run as a script (not as
 `python -m bertcourse.grade.sandbox`: that would import bertcourse, and with it torch, in the
-launcher too):
+launcher too), either by exec:
 
-    python -I .../bertcourse/grade/sandbox.py SPEC.json -- python -m ipykernel_launcher -f kernel.json
+    python -I .../bertcourse/grade/sandbox.py exec SPEC.json -- python -m ipykernel_launcher -f kernel.json
+
+or, faster, by asking a zygote that has already imported ipykernel and torch to fork one
+(`serve` and `client` below). The jail is the same.
 
 `SPEC.json` (written by the grader, readable by root only) says what the jail looks like. As
 root the launcher
@@ -38,7 +41,9 @@ import ctypes
 import json
 import os
 import resource
+import select
 import signal
+import socket
 import sys
 import time
 from typing import Any
@@ -66,6 +71,7 @@ _RLIMITS = {
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class SandboxError(RuntimeError):
@@ -160,23 +166,53 @@ def _drop_privileges(spec: dict[str, Any]) -> None:
         raise SandboxError(f"could not switch to uid {uid}")
 
 
+def _enter_jail(spec: dict[str, Any], ready_fd: int | None) -> None:
+    """In the child: wait for the cgroups, build the jail, drop privileges (see the docstring)."""
+    if ready_fd is not None:  # wait until the supervisor has put us into the cgroups
+        os.read(ready_fd, 1)
+        os.close(ready_fd)
+    as_root = os.geteuid() == 0 and spec.get("uid") is not None
+    if spec.get("namespaces"):
+        _build_filesystem(spec)
+    _set_limits(spec, as_root)
+    _drop_privileges(spec)
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
+    os.umask(0o077)
+    os.chdir(spec["cwd"])
+
+
 def _child(spec: dict[str, Any], cmd: list[str], ready_fd: int | None) -> None:
-    """The process that becomes the kernel. Never returns."""
+    """The process that becomes the kernel (exec mode). Never returns."""
     try:
-        if ready_fd is not None:  # wait until the supervisor has put us into the cgroups
-            os.read(ready_fd, 1)
-            os.close(ready_fd)
-        as_root = os.geteuid() == 0 and spec.get("uid") is not None
-        if spec.get("namespaces"):
-            _build_filesystem(spec)
-        _set_limits(spec, as_root)
-        _drop_privileges(spec)
-        _prctl(PR_SET_NO_NEW_PRIVS, 1)
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
-        os.umask(0o077)
-        os.chdir(spec["cwd"])
+        _enter_jail(spec, ready_fd)
         os.execve(cmd[0], cmd, spec["env"])
     except BaseException as error:  # report, then die: the grader sees a dead kernel
+        sys.stderr.write(f"bertcourse.grade.sandbox: {error}\n")
+        sys.stderr.flush()
+        os._exit(71)
+
+
+def _kernel_in_process(spec: dict[str, Any], argv: list[str], ready_fd: int | None) -> None:
+    """The process that becomes the kernel (zygote mode): ipykernel, already imported. Never
+    returns."""
+    try:
+        _enter_jail(spec, ready_fd)
+        os.closerange(3, 65536)  # nothing of the zygote's or the supervisor's stays open
+        os.environ.clear()
+        os.environ.update(spec["env"])
+        import tempfile
+
+        tempfile.tempdir = None  # recomputed from the kernel's TMPDIR
+        sys.argv = ["ipykernel_launcher", *argv]
+        sys.path[:] = [p for p in sys.path if p not in ("", _HERE)]
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance()
+        os._exit(0)
+    except SystemExit as done:
+        os._exit(done.code if isinstance(done.code, int) else 0)
+    except BaseException as error:
         sys.stderr.write(f"bertcourse.grade.sandbox: {error}\n")
         sys.stderr.flush()
         os._exit(71)
@@ -218,10 +254,12 @@ def _reap_orphans() -> None:
         time.sleep(0.02)
 
 
-def launch(spec: dict[str, Any], cmd: list[str]) -> int:
-    """Build the jail and run `cmd` in it; returns the exit status for the supervisor."""
-    use_ns = bool(spec.get("namespaces"))
-    if use_ns:
+def _start(spec: dict[str, Any], run_child: Any) -> int:
+    """unshare, fork, put the child in the cgroups; returns the child's pid (in the parent)."""
+    if spec.get("pid_file"):  # the grader's watchdog finds the kernel's process tree from here
+        with open(spec["pid_file"], "w") as f:
+            f.write(str(os.getpid()))
+    if spec.get("namespaces"):
         _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
     else:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -231,7 +269,7 @@ def launch(spec: dict[str, Any], cmd: list[str]) -> int:
     if pid == 0:
         if ready_w is not None:
             os.close(ready_w)
-        _child(spec, cmd, ready_r)
+        run_child(ready_r)
     if ready_r is not None:
         os.close(ready_r)
     for procs in cgroup_procs:
@@ -243,14 +281,31 @@ def launch(spec: dict[str, Any], cmd: list[str]) -> int:
     if ready_w is not None:
         os.write(ready_w, b"1")
         os.close(ready_w)
+    return pid
+
+
+def _exit_status(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def _signal(pid: int, interrupt: bool) -> None:
+    # PID 1 of a namespace ignores signals it has no handler for, so anything but an
+    # interrupt becomes SIGKILL: the grader only ever interrupts or ends a kernel.
+    try:
+        os.kill(pid, signal.SIGINT if interrupt else signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def launch(spec: dict[str, Any], cmd: list[str]) -> int:
+    """Exec mode: build the jail and run `cmd` in it; returns the exit status."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the grader's worker died: so do we
+    pid = _start(spec, lambda ready: _child(spec, cmd, ready))
 
     def forward(signum: int, _frame: Any) -> None:
-        # PID 1 of a namespace ignores signals it has no handler for, so anything but an
-        # interrupt becomes SIGKILL: the grader only ever interrupts or ends a kernel.
-        try:
-            os.kill(pid, signal.SIGINT if signum == signal.SIGINT else signal.SIGKILL)
-        except OSError:
-            pass
+        _signal(pid, signum == signal.SIGINT)
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, forward)
@@ -263,25 +318,148 @@ def launch(spec: dict[str, Any], cmd: list[str]) -> int:
         except ChildProcessError:
             status = 0
             break
-    if not use_ns:
+    if not spec.get("namespaces"):
         _reap_orphans()
-    if os.WIFSIGNALED(status):
-        return 128 + os.WTERMSIG(status)
-    return os.WEXITSTATUS(status)
+    return _exit_status(status)
+
+
+# --- zygote mode ------------------------------------------------------------------------------
+#
+# Starting a kernel costs a Python start, `import ipykernel` and `import torch, bertcourse`
+# (about 2 s of CPU). A zygote, one per grading worker, imports all that once (as root, with the
+# kernels' clean environment, having opened nothing but its socket) and forks a supervisor per
+# kernel; the supervisor builds the same jail as the exec mode and forks the kernel, which
+# starts ipykernel in-process. The kernel manager runs a tiny client instead of the kernel:
+# the client hands its stdout/stderr to the zygote, forwards interrupts, and its death (the
+# kernel manager kills it at shutdown) makes the supervisor kill the kernel.
+
+
+def _supervise(conn: socket.socket) -> None:
+    """One kernel, in a child of the zygote. Never returns."""
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+        request = json.loads(data.decode())
+        for target, fd in zip((0, 1, 2), fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        with open(request["spec"]) as f:
+            spec = json.load(f)
+        os.unlink(request["spec"])
+        pid = _start(spec, lambda ready: _kernel_in_process(spec, request["argv"], ready))
+        conn.sendall(f"PID {pid}\n".encode())
+        conn.setblocking(False)
+        status = None
+        while status is None:
+            ready, _, _ = select.select([conn], [], [], 0.2)
+            if ready:
+                try:
+                    message = conn.recv(64)
+                except BlockingIOError:
+                    message = b"x"
+                if not message:  # the client is gone: the kernel goes too
+                    _signal(pid, interrupt=False)
+                elif b"INT" in message:
+                    _signal(pid, interrupt=True)
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = _exit_status(raw)
+        if not spec.get("namespaces"):
+            _reap_orphans()
+        try:
+            conn.setblocking(True)
+            conn.sendall(f"EXIT {status}\n".encode())
+        except OSError:
+            pass
+        os._exit(0)
+    except BaseException as error:
+        sys.stderr.write(f"bertcourse.grade.sandbox supervisor: {error}\n")
+        os._exit(70)
+
+
+def serve(socket_path: str, preload: list[str]) -> int:
+    """Zygote mode: import `preload`, then fork a supervisor per connection on `socket_path`."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    sys.path[:] = [p for p in sys.path if p != _HERE]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in preload:
+            try:
+                __import__(name)
+            except Exception as error:  # the kernel will report it when it imports it
+                sys.stderr.write(f"bertcourse.grade.sandbox: preload {name}: {error}\n")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(socket_path)
+    os.chmod(socket_path, 0o600)
+    server.listen(16)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped automatically
+    sys.stdout.write("READY\n")
+    sys.stdout.flush()
+    while True:
+        conn, _ = server.accept()
+        if os.fork() == 0:
+            server.close()
+            _supervise(conn)
+        conn.close()
+
+
+def client(socket_path: str, spec_path: str, argv: list[str]) -> int:
+    """What the kernel manager runs in zygote mode (see above); returns the kernel's status."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(socket_path)
+    request = json.dumps({"spec": spec_path, "argv": argv}).encode()
+    socket.send_fds(conn, [request], [0, 1, 2])
+
+    def interrupt(_signum: int, _frame: Any) -> None:
+        try:
+            conn.sendall(b"INT\n")
+        except OSError:
+            pass
+
+    def leave(_signum: int, _frame: Any) -> None:
+        os._exit(1)  # closing the socket makes the supervisor kill the kernel
+
+    signal.signal(signal.SIGINT, interrupt)
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, leave)
+    buffer = b""
+    while True:
+        try:
+            chunk = conn.recv(256)
+        except InterruptedError:
+            continue
+        if not chunk:
+            return 70
+        buffer += chunk
+        for line in buffer.split(b"\n"):
+            if line.startswith(b"EXIT "):
+                return int(line.split()[1])
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 3 or argv[1] != "--":
-        sys.stderr.write("usage: python -I sandbox.py SPEC.json -- COMMAND...\n")
-        return 64
-    with open(argv[0]) as f:
-        spec = json.load(f)
-    try:
-        os.unlink(argv[0])  # the spec names hidden paths: nobody else needs to read it
-    except OSError:
-        pass
-    return launch(spec, argv[2:])
+    mode = argv[0] if argv else ""
+    if mode == "serve" and len(argv) >= 2:
+        return serve(argv[1], argv[2:])
+    if mode == "client" and len(argv) >= 4 and argv[3] == "--":
+        return client(argv[1], argv[2], argv[4:])
+    if mode == "exec" and len(argv) >= 4 and argv[2] == "--":
+        with open(argv[1]) as f:
+            spec = json.load(f)
+        try:
+            os.unlink(argv[1])  # the spec names hidden paths: nobody else needs to read it
+        except OSError:
+            pass
+        return launch(spec, argv[3:])
+    sys.stderr.write(
+        "usage: python -I sandbox.py exec SPEC.json -- COMMAND...\n"
+        "       python sandbox.py serve SOCKET [MODULE...]\n"
+        "       python -I -S sandbox.py client SOCKET SPEC.json -- KERNEL-ARGS...\n"
+    )
+    return 64
 
 
 if __name__ == "__main__":

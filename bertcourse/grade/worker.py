@@ -15,6 +15,7 @@ submission cannot stop the batch. The order of events for one student:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import os
 import shutil
@@ -33,7 +34,7 @@ from bertcourse.grade import feedback as feedback_mod
 from bertcourse.grade.assignment import AssignmentSpec, NotebookSpec
 from bertcourse.grade.execute import CellResult, NotebookRun, RunResult, memory_error_in
 from bertcourse.grade.gradebook import GradebookWriter
-from bertcourse.grade.isolation import Capabilities, KernelJail, Limits
+from bertcourse.grade.isolation import Capabilities, KernelJail, Limits, Zygote
 from bertcourse.grade.submission import InvalidNotebook, find_tampering, load_notebook, repair
 
 # the order in which problems decide a submission's single status (first wins)
@@ -67,11 +68,36 @@ class Task:
     cell_timeout: float
     notebook_timeout: float
     feedback: bool = True
+    zygote: bool = True  # fork kernels from a process that has imported torch (faster)
 
 
 _writer: GradebookWriter | None = None
 # nbgrader's add_submission triggers harmless SQLAlchemy autoflush warnings
 warnings.filterwarnings("ignore", category=SAWarning)
+
+
+_zygote: Zygote | None = None
+_zygote_key: tuple = ()
+
+
+def _get_zygote(task: Task) -> Zygote | None:
+    """This worker's zygote for the assignment's modules (None: start kernels by exec)."""
+    global _zygote, _zygote_key
+    if not task.zygote:
+        return None
+    preload = sorted({m for nb in task.spec.notebooks for m in nb.guard_config["modules"]})
+    key = (tuple(preload), task.caps_json)
+    if _zygote is not None and (_zygote_key != key or not _zygote.alive()):
+        _zygote.close()
+        _zygote = None
+    if _zygote is None:
+        try:
+            _zygote = Zygote(preload)
+            _zygote_key = key
+            atexit.register(_zygote.close)
+        except Exception:
+            return None  # exec mode still works
+    return _zygote
 
 
 def _gradebook(task: Task) -> GradebookWriter:
@@ -130,6 +156,7 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[st
             cell_timeout=task.cell_timeout,
             notebook_timeout=task.notebook_timeout,
             guard_config=nb_spec.guard_config,
+            zygote=_get_zygote(task),
         )
         asyncio.run(client.run(tests, run))
     except Exception as error:  # the grader's own failure: reported as a crash
