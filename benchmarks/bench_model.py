@@ -5,8 +5,8 @@ Same config, same weights (copied with `bertcourse.hf.to_hf`), same inputs (mask
 
 - train step = zero_grad + forward with MLM and NSP labels + backward + `torch.optim.AdamW`
   step (the same optimizer for both, so only the models differ: `--adamw fused`, the default,
-  is PyTorch's fused CPU/GPU kernel; `--adamw loop` its per-tensor default, ~6x slower on CPU,
-  which adds the same time to both and so lowers the ratio); dropout on (0.1).
+  is PyTorch's fused CPU/GPU kernel; `--adamw foreach` and `--adamw loop` its other two
+  implementations); dropout on (0.1).
 - eval forward = `model.eval()`, `torch.no_grad()`, forward with labels (the loss an
   evaluation computes).
 

@@ -17,8 +17,9 @@ What one run does:
 
 1. Data: the offline corpus of :mod:`bertcourse.data` (or ``--text-files``), tokenized with
    an uncased WordPiece vocabulary of 8,192 pieces trained on that corpus (the default: for a
-   tiny model it trains ~1.7x more steps per second than bert-base-uncased's 30,522 pieces
-   and learns at least as much per step; ``--tokenizer bert`` uses the real vocabulary),
+   tiny model it trains ~1.75x more steps per second than bert-base-uncased's 30,522 pieces
+   and learns about as much per step, more at ``[MASK]`` positions; see
+   ``benchmarks/RESULTS.md``. ``--tokenizer bert`` uses the real vocabulary),
    cached in ``~/.cache/bertcourse``; ~5% of the documents are held out for evaluation. Each epoch cuts new NSP pairs (:mod:`bertcourse.nsp`); every
    batch gets fresh MLM masks (:func:`bertcourse.mlm.mask_tokens`).
 2. Model: :class:`bertcourse.BertForPreTraining` (tiny, mini, base, or custom sizes).
