@@ -284,3 +284,29 @@ def test_regrade_is_idempotent_and_leaves_no_stale_marks(bank: dict, tmp_path: P
     assert row["status"] == "crashed"
     parts = {PARTS[a][0]: float(row[PARTS[a][0]]) for a in PARTS}
     assert parts == {"scale_tests": 2.0, "softmax_tests": 0.0, "count_tests": 0.0}
+
+
+def test_exec_mode_grades_like_the_zygote(bank: dict, tmp_path: Path) -> None:
+    """`--no-zygote` (each kernel a fresh process) gives the same rows as the default run."""
+    course = tmp_path / "course"
+    shutil.copytree(bank["course"], course)
+    students = ["correct", "wrong_answer", "kernel_death", "monkeypatch_torch", "endless_thread"]
+    if ROOT:
+        students += ["reads_secrets", "writes_outside"]
+    summary = run(
+        Options(
+            assignment="toy",
+            course=str(course),
+            workers=2,
+            memory_mib=1024,
+            notebook_timeout=120,
+            students=students,
+            zygote=False,
+            progress=False,
+        ),
+        log=lambda *a: None,
+    )
+    rows = _read_csv(summary.csv)
+    for student in students:
+        expected = {k: v for k, v in bank["rows"][student].items() if k != "detail"}
+        assert {k: v for k, v in rows[student].items() if k != "detail"} == expected, student
