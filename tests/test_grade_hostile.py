@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -57,6 +58,23 @@ def _sha(path: Path) -> str:
 def _read_csv(path: str) -> dict[str, dict[str, str]]:
     with open(path, newline="") as f:
         return {row["student_id"]: row for row in csv.DictReader(f)}
+
+
+def _grade(course: Path, **options) -> tuple[Any, dict[str, dict[str, str]]]:
+    """Grade the toy assignment of `course` as the bank does; (summary, CSV rows by student)."""
+    summary = run(
+        Options(
+            assignment="toy",
+            course=str(course),
+            workers=2,
+            memory_mib=1024,
+            notebook_timeout=120,
+            progress=False,
+            **options,
+        ),
+        log=lambda *a: None,
+    )
+    return summary, _read_csv(summary.csv)
 
 
 def _expected(case: Case) -> tuple[str, dict[str, float]]:
@@ -105,21 +123,11 @@ def _build_bank(base: Path) -> dict:
     if ROOT:  # the grader creates its user on first use: that write is not the student's
         ensure_grader_user()
     passwd = _sha(Path("/etc/passwd"))
-    summary = run(
-        Options(
-            assignment="toy",
-            course=str(course),
-            workers=2,
-            memory_mib=1024,
-            notebook_timeout=120,
-            progress=False,
-        ),
-        log=lambda *a: None,
-    )
+    summary, rows = _grade(course)
     return {
         "course": str(course),
         "cases": [c.name for c in cases],
-        "rows": _read_csv(summary.csv),
+        "rows": rows,
         "csv": summary.csv,
         "plot": summary.plot,
         "before": before,
@@ -265,18 +273,7 @@ def test_regrade_is_idempotent_and_leaves_no_stale_marks(bank: dict, tmp_path: P
     nbformat.write(
         crashing, course / ".grading" / "submitted" / "regrade_crash" / "toy" / "toy.ipynb"
     )
-    summary = run(
-        Options(
-            assignment="toy",
-            course=str(course),
-            workers=2,
-            memory_mib=1024,
-            students=["correct", "edited_test", "regrade_crash"],
-            progress=False,
-        ),
-        log=lambda *a: None,
-    )
-    second = _read_csv(summary.csv)
+    _, second = _grade(course, students=["correct", "edited_test", "regrade_crash"])
     for student in first:
         if student != "regrade_crash":
             assert second[student] == first[student], student
@@ -293,20 +290,7 @@ def test_exec_mode_grades_like_the_zygote(bank: dict, tmp_path: Path) -> None:
     students = ["correct", "wrong_answer", "kernel_death", "monkeypatch_torch", "endless_thread"]
     if ROOT:
         students += ["reads_secrets", "writes_outside"]
-    summary = run(
-        Options(
-            assignment="toy",
-            course=str(course),
-            workers=2,
-            memory_mib=1024,
-            notebook_timeout=120,
-            students=students,
-            zygote=False,
-            progress=False,
-        ),
-        log=lambda *a: None,
-    )
-    rows = _read_csv(summary.csv)
+    _, rows = _grade(course, students=students, zygote=False)
     for student in students:
         expected = {k: v for k, v in bank["rows"][student].items() if k != "detail"}
         assert {k: v for k, v in rows[student].items() if k != "detail"} == expected, student
