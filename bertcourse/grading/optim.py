@@ -1,0 +1,117 @@
+"""Checking a functional optimizer step against a torch-style optimizer, step by step."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from bertcourse.grading.checks import _fail
+from bertcourse.grading.forbid import run
+from bertcourse.grading.values import _call_text, _compare, _fn_name, describe
+
+# --- optimizers -----------------------------------------------------------------------------
+
+
+def _moments(optimizer: torch.optim.Optimizer, p: Tensor) -> tuple[Tensor, Tensor]:
+    state = optimizer.state[p]
+    return state["exp_avg"].detach().clone(), state["exp_avg_sq"].detach().clone()
+
+
+def functional_step(
+    optimizer_class: type[torch.optim.Optimizer], **fixed: Any
+) -> Callable[..., Any]:
+    """An Adam-family optimizer class as a function `(param, grad, m, v, t, **hyper) -> (param, m, v)`.
+
+    `t` is the number of the step being taken (1 for the first). For `use_reference`: the
+    class's `step` is captured now, so the function keeps working while `step` is forbidden.
+    """
+    step_impl = optimizer_class.step
+
+    def reference_step(
+        param: Tensor, grad: Tensor, m: Tensor, v: Tensor, t: int, **hyper: Any
+    ) -> Any:
+        p = nn.Parameter(param.detach().clone())
+        p.grad = grad.detach().clone()
+        optimizer = optimizer_class([p], **{**fixed, **hyper})
+        done = t - 1
+        if optimizer_class.__module__.startswith("torch."):
+            done = torch.tensor(float(done))  # torch.optim keeps the step count as a tensor
+        optimizer.state[p] = {
+            "step": done,
+            "exp_avg": m.detach().clone(),
+            "exp_avg_sq": v.detach().clone(),
+        }
+        step_impl(optimizer)
+        return (p.detach().clone(), *_moments(optimizer, p))
+
+    reference_step.__name__ = f"{optimizer_class.__name__}_step"
+    return reference_step
+
+
+def check_optimizer_steps(
+    step_fn: Callable[..., Any],
+    optimizer_class: type[torch.optim.Optimizer],
+    param: Tensor,
+    grads: Iterable[Tensor],
+    *,
+    forbid: str | Iterable[str] = (),
+    use_reference: Mapping[str, Callable[..., Any] | str] | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    hint: str | None = None,
+    **hyper: Any,
+) -> None:
+    """Run the learner's functional step over `grads` beside a torch-style optimizer.
+
+    The learner's `step_fn(param, grad, m, v, t, **hyper)` returns the new `(param, m, v)`,
+    starting from m = v = 0 and t = 1. The reference is `optimizer_class([param], **hyper)`
+    stepped with the same gradients; after every step the parameter and both moments must
+    agree. The message names the first step where they do not.
+    """
+    __tracebackhide__ = True
+    grads = [g.detach().clone() for g in grads]
+    ref_p = nn.Parameter(param.detach().clone())
+    optimizer = optimizer_class([ref_p], **hyper)
+    p, m, v = param.detach().clone(), torch.zeros_like(param), torch.zeros_like(param)
+    for t, g in enumerate(grads, start=1):
+        ref_p.grad = g.clone()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            optimizer.step()
+        expected = (ref_p.detach().clone(), *_moments(optimizer, ref_p))
+        call = _call_text(step_fn, (p, g, m, v, t), hyper)
+        got = run(
+            step_fn,
+            p.clone(),
+            g.clone(),
+            m.clone(),
+            v.clone(),
+            t,
+            forbid=forbid,
+            use_reference=use_reference,
+            **hyper,
+        )
+        if not (isinstance(got, (tuple, list)) and len(got) == 3):
+            _fail(f"{call} must return (param, m, v), got {describe(got)}", [], hint)
+        lines = []
+        for name, g_value, e_value in zip(("param", "m", "v"), got, expected):
+            lines += _compare(g_value, e_value, name, atol, rtol, check_dtype=True)
+        if lines:
+            _fail(
+                f"step t={t} of {len(grads)} differs from {optimizer_class.__module__}."
+                f"{optimizer_class.__name__}{_hyper_text(hyper)}:\n  {call}",
+                lines,
+                hint,
+            )
+        p, m, v = got
+    print(
+        f"OK {_fn_name(step_fn)}: {len(grads)} steps agree with {optimizer_class.__name__}{_hyper_text(hyper)}"
+    )
+
+
+def _hyper_text(hyper: Mapping[str, Any]) -> str:
+    return "(" + ", ".join(f"{k}={v!r}" for k, v in hyper.items()) + ")"
