@@ -1,7 +1,7 @@
 """Fast checks of the grader's parts, without starting Jupyter kernels.
 
-The jail (what a kernel can see and do), the in-kernel guard (restoring patched modules,
-rejecting objects built to fool comparisons), tamper detection and repair of notebooks, the
+The jail (what a kernel can see and do), the referee's data boundary (tests/test_referee.py),
+tamper detection and repair of notebooks, the
 notebook reader, the CSV and the command line. The whole pipeline, with kernels, is in
 test_grade_hostile.py and test_grade_postgres.py.
 """
@@ -117,69 +117,6 @@ time.sleep(1)
     assert (
         not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     )
-
-
-# --- the guard ------------------------------------------------------------------------------
-
-GUARD_SCRIPT = """
-import json, sys
-import torch
-from bertcourse import grading
-from bertcourse.grade import guard
-guard.install(json.dumps({"nonce": "n0", "modules": ["torch", "bertcourse.grading", "math"],
-                          "imports": "from bertcourse import grading",
-                          "solution_names": ["f", "g", "h", "k", "helper"]}))
-# the student's cell: wrong answer, patched comparisons, replaced helper
-def f(x):
-    return x + 1
-torch.allclose = lambda *a, **k: True
-torch.Tensor.__eq__ = lambda self, other: True
-grading.check_close = lambda *a, **k: None
-grading = None
-test = "grading.check_close(f, lambda x: x, torch.zeros(3))\\nassert torch.allclose(f(torch.zeros(1)), torch.zeros(1))"
-verdict = json.loads(guard.run_test(json.dumps({"nonce": "n1", "cell": "t", "source": test})))
-print("VERDICT" + json.dumps(verdict))
-# an object built to compare equal to anything
-class AlwaysEqual(int):
-    def __eq__(self, other):
-        return True
-    __hash__ = int.__hash__
-def g(x):
-    return AlwaysEqual(0)
-v2 = json.loads(guard.run_test(json.dumps({"nonce": "n2", "cell": "u", "source": "grading.check_value(g(1), 5)"})))
-print("VERDICT2" + json.dumps(v2))
-# the helpers still see through the guard's wrappers: forbidden aliases, earlier parts
-sm = torch.softmax
-def h(x):
-    return sm(x, -1)
-def helper(x):
-    raise NotImplementedError
-def k(x):
-    return helper(x) + 1
-src = ("grading.check_close(k, lambda x: x + 1, torch.zeros(3), use_reference={'helper': lambda x: x})\\n"
-       "try:\\n    grading.check_close(h, lambda x: torch.softmax(x, -1), torch.zeros(3), forbid='torch.softmax')\\n"
-       "except AssertionError:\\n    print('FORBIDDEN-CAUGHT')\\nelse:\\n    raise RuntimeError('alias escaped')")
-v3 = json.loads(guard.run_test(json.dumps({"nonce": "n3", "cell": "w", "source": src})))
-print("VERDICT3" + json.dumps(v3))
-"""
-
-
-def test_guard_restores_patched_modules_and_rejects_fake_values() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", GUARD_SCRIPT], capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    verdict = json.loads(proc.stdout.split("VERDICT", 1)[1].splitlines()[0])
-    assert verdict["nonce"] == "n1" and verdict["passed"] is False
-    assert verdict["error"]["ename"] == "GradingError"  # the real check_close ran and failed
-    restored = " ".join(verdict["tampered_before"])
-    for name in ("torch.allclose", "bertcourse.grading.check_close", "torch.Tensor.__eq__"):
-        assert name in restored
-    v2 = json.loads(proc.stdout.split("VERDICT2", 1)[1].splitlines()[0])
-    assert v2["passed"] is False and v2["error"]["ename"] == "RejectedValue"
-    v3 = json.loads(proc.stdout.split("VERDICT3", 1)[1].splitlines()[0])
-    assert v3["passed"] is True, v3
-    assert "FORBIDDEN-CAUGHT" in proc.stdout
 
 
 # --- notebooks: reading, tampering, repair --------------------------------------------------

@@ -7,21 +7,13 @@ import os
 import sys
 import textwrap
 
-EPILOG = textwrap.dedent(
+EPILOG_TEMPLATE = textwrap.dedent(
     """\
     Every submission under the course's submitted folder (nbgrader layout:
     <submitted>/<student>/<assignment>/<notebook>.ipynb) and every student of the
     gradebook gets exactly one status:
 
-      graded            all cells ran; the score is the sum of the passed tests
-      timed_out         a cell ran past --cell-timeout or the notebook past --notebook-timeout
-      crashed           the kernel died (os._exit, a segfault) or the grader failed
-      memory_exceeded   the kernel reached --memory
-      invalid_notebook  the file is not a readable notebook (score 0)
-      tampered          tests or their metadata were changed, or student code patched the
-                        test environment; graded with the instructor's tests, for review
-      missing           no notebook was submitted (score 0)
-
+{statuses}
     Scores and statuses go to the gradebook (SQLite from nbgrader_config.py, or --db
     postgresql://user:password@host/db) and to the CSV; feedback HTML to the feedback
     folder; a grade-distribution plot next to the CSV. Grading again recomputes
@@ -31,12 +23,23 @@ EPILOG = textwrap.dedent(
 )
 
 
+def _epilog() -> str:
+    from bertcourse.grade.status import Status
+
+    lines = []
+    for status in Status:
+        wrapped = textwrap.wrap(status.meaning, 64)
+        lines.append(f"  {status.value:<18}{wrapped[0]}")
+        lines += [" " * 20 + line for line in wrapped[1:]]
+    return EPILOG_TEMPLATE.replace("{statuses}", "\n".join(lines))
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bertcourse.grade",
         description="Grade every submission of an nbgrader assignment in isolated, "
         "resource-limited kernels, in parallel.",
-        epilog=EPILOG,
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("assignment", help="assignment name, e.g. ch01_attention")

@@ -19,8 +19,14 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests
 
-# modules whose state the in-kernel guard records and restores (see guard.PROTECTED_PREFIXES)
-ALWAYS_PROTECTED = ["torch", "numpy", "bertcourse", "bertcourse.grading"]
+# modules every kernel imports: the zygote imports them once (isolation.Zygote)
+ALWAYS_PRELOADED = [
+    "torch",
+    "numpy",
+    "bertcourse",
+    "bertcourse.grading",
+    "bertcourse.grading.remote",
+]
 
 
 @dataclasses.dataclass
@@ -64,7 +70,7 @@ class CellSpec:
 class NotebookSpec:
     name: str
     cells: list[CellSpec]  # in the order of the source notebook
-    guard_config: dict
+    preload: list[str]  # modules the notebook's instructor cells import (for the zygote)
 
     @property
     def parts(self) -> list[CellSpec]:
@@ -106,27 +112,6 @@ def strip_hidden_tests(source: str) -> str:
     return cell.source
 
 
-def _bound_names(source: str) -> set[str]:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names: set[str] = set()
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(stmt.name)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for t in targets:
-                for node in ast.walk(t):
-                    if isinstance(node, ast.Name):
-                        names.add(node.id)
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for alias in stmt.names:
-                names.add((alias.asname or alias.name).split(".")[0])
-    return names
-
-
 def _imports(source: str, skip: set[str]) -> tuple[list[str], set[str]]:
     """Top-level import statements of a cell (minus names in `skip`) and the modules they name."""
     try:
@@ -148,27 +133,13 @@ def _imports(source: str, skip: set[str]) -> tuple[list[str], set[str]]:
     return lines, modules
 
 
-def _guard_config(cells: list[CellSpec]) -> dict:
-    solution_names: set[str] = set()
+def _preload(cells: list[CellSpec]) -> list[str]:
+    """The modules the instructor's code cells import (the zygote imports them once)."""
+    modules = set(ALWAYS_PRELOADED)
     for c in cells:
-        if c.solution and c.cell_type == "code":
-            solution_names |= _bound_names(c.source)
-    import_lines: list[str] = []
-    modules = set(ALWAYS_PROTECTED)
-    for c in cells:
-        if c.cell_type != "code":
-            continue
-        if c.locked and not c.grade:  # the set-up cells: re-run before every test
-            lines, mods = _imports(c.source, solution_names)
-            import_lines += lines
-            modules |= mods
-        elif c.is_test:
+        if c.cell_type == "code" and c.locked:
             modules |= _imports(c.source, set())[1]
-    return {
-        "imports": "\n".join(dict.fromkeys(import_lines)),
-        "modules": sorted(modules),
-        "solution_names": sorted(solution_names),
-    }
+    return sorted(modules)
 
 
 def _source_order(coursedir: CourseDirectory, assignment: str, notebook: str) -> list[str]:
@@ -265,5 +236,5 @@ def load_assignment(coursedir: CourseDirectory, assignment: str) -> AssignmentSp
             order = _source_order(coursedir, assignment, notebook.name)
             rank = {name: i for i, name in enumerate(order)}
             cells.sort(key=lambda c: (rank.get(c.name, len(rank)), c.name))
-            notebooks.append(NotebookSpec(notebook.name, cells, _guard_config(cells)))
+            notebooks.append(NotebookSpec(notebook.name, cells, _preload(cells)))
     return AssignmentSpec(assignment, coursedir.course_id, notebooks)

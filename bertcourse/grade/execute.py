@@ -1,12 +1,14 @@
-"""Run one repaired notebook in a jailed kernel: student cells as cells, test cells via the guard.
+"""Run one repaired notebook in a jailed kernel; the referee runs the test cells outside it.
 
 `NotebookRun` is nbgrader's `Execute` preprocessor (an nbclient `NotebookClient`: the same
 kernel start-up, per-cell timeout with interrupt, output handling) with four changes:
 
 - the kernel is started through the jail (`isolation.KernelJail`) over Unix-socket (IPC)
   transport, so that it works across the network namespace;
-- a graded test cell is not sent as a cell: `guard.run_test` runs it from a user expression
-  and returns a verdict that must carry this request's nonce (see `guard`);
+- a graded test cell is not sent to the kernel at all: the referee (`referee.Referee`, in this
+  process, outside the jail) runs it, and each call of a learner's function becomes one user
+  expression `bertcourse.grading.remote.serve(<data>)` whose reply is data (`grading.codec`);
+- an instructor set-up cell runs in the kernel and in the referee's own namespace;
 - output is capped per cell and per notebook while it arrives (a print loop cannot fill the
   grader's memory);
 - the whole notebook has a deadline; a kernel that dies, ignores interrupts or runs out of
@@ -19,7 +21,6 @@ import ast
 import asyncio
 import dataclasses
 import json
-import secrets
 import sys
 import time
 from typing import Any
@@ -32,6 +33,10 @@ from nbgrader import utils as nbutils
 from nbgrader.preprocessors import Execute
 
 from bertcourse.grade.isolation import KernelJail, Zygote
+from bertcourse.grade.referee import KernelGone, Referee
+from bertcourse.grading.values import GradingError
+
+MAX_REPLY_CHARS = 100 << 20  # the codec's own limit is 64 MiB of JSON
 
 MEMORY_ERROR_MARKERS = (
     "MemoryError",
@@ -109,7 +114,7 @@ class NotebookRun(Execute):
         *,
         cell_timeout: float,
         notebook_timeout: float,
-        guard_config: dict[str, Any],
+        referee: Referee,
         zygote: Zygote | None = None,
         max_cell_output: int = 1 << 20,
         max_total_output: int = 8 << 20,
@@ -136,7 +141,9 @@ class NotebookRun(Execute):
         self.jail = jail
         self.cell_timeout = cell_timeout
         self.notebook_timeout = notebook_timeout
-        self.guard_config = guard_config
+        self.referee = referee
+        self._kernel_gone = False
+        self._scratch_outputs: list[NotebookNode] = []
         self.max_cell_output = max_cell_output
         self.max_total_output = max_total_output
         self._out_bytes: dict[int, int] = {}
@@ -210,15 +217,13 @@ class NotebookRun(Execute):
                 task_output.cancel()
             raise
 
-    async def _install_guard(self) -> None:
-        nonce = secrets.token_hex(16)
-        config = dict(self.guard_config, nonce=nonce)
-        expr = (
-            "__import__('bertcourse.grade.guard', fromlist=['install'])"
-            f".install({json.dumps(config)!r})"
-        )
+    async def _remote_call(self, request: str, deadline: float) -> str:
+        """One call of a learner's function in the kernel: the reply text (data only)."""
+        expr = f"__import__('bertcourse.grading.remote', fromlist=['serve']).serve({request!r})"
         scratch = NotebookNode(cell_type="code", source="", outputs=[], metadata={})
-        self.timeout_func = lambda cell: max(1, int(self._remaining()))  # torch import: slow
+        budget = max(1.0, min(deadline - time.monotonic(), self._remaining()))
+        self.timeout_func = lambda cell: max(1, int(budget + 0.999))
+        self._timed_out_now = False
         try:
             reply = await self._request(
                 scratch,
@@ -226,77 +231,54 @@ class NotebookRun(Execute):
                 "",
                 silent=True,
                 store_history=False,
-                user_expressions={"guard": expr},
+                user_expressions={"reply": expr},
             )
+        except (DeadKernelError, CellControlSignal, CellTimeoutError, RuntimeError) as error:
+            self._kernel_gone = True
+            raise KernelGone(f"the kernel stopped answering: {error}") from None
         finally:
             self.timeout_func = self._cell_timeout
-        verdict = _parse_expression(reply, "guard")
-        if not verdict or verdict.get("nonce") != nonce:
-            raise RuntimeError(f"the grading guard did not start in the kernel: {reply!r:.500}")
+            self._scratch_outputs.extend(scratch.outputs[:20])
+        if self._timed_out_now:
+            raise TimeoutError(f"the call did not finish within {int(budget)} s")
+        text = _expression_text(reply, "reply")
+        if text is None:
+            raise GradingError("the kernel did not answer the grader's call (0 points)")
+        return text
 
     async def _run_test(self, cell: NotebookNode, cell_index: int, result: CellResult) -> None:
-        nonce = secrets.token_hex(16)
-        request = json.dumps(
-            {
-                "nonce": nonce,
-                "cell": result.grade_id,
-                "source": cell.source,
-            }
-        )
-        expr = f"__import__('bertcourse.grade.guard', fromlist=['run_test']).run_test({request!r})"
-        self._timed_out_now = False
-        reply = await self._request(
-            cell,
-            cell_index,
-            "",
-            silent=True,
-            store_history=False,
-            user_expressions={"verdict": expr},
-        )
-        verdict = _parse_expression(reply, "verdict")
-        if self._timed_out_now:
-            result.outcome = "timed_out"
-            result.message = f"the test did not finish within {self._cell_timeout(cell)} s"
-            cell.outputs.append(_error_output("CellTimeoutError", result.message, []))
-            return
-        if not verdict or verdict.get("nonce") != nonce or verdict.get("cell") != result.grade_id:
-            result.outcome = "no_verdict"
-            result.message = "the test did not report back to the grader (0 points)"
-            result.tampered.append(f"{result.grade_id}: no verdict from the test")
-            cell.outputs.append(_error_output("GraderError", result.message, []))
-            return
-        result.tampered += [f"{result.grade_id}: {x}" for x in verdict.get("tampered_before", [])]
-        during = verdict.get("tampered_during", [])
-        result.tampered += [f"{result.grade_id} (during the test): {x}" for x in during]
-        error = verdict.get("error")
-        if error:
-            cell.outputs.append(
-                _error_output(error["ename"], error["evalue"], error.get("traceback", []))
+        """The referee runs the test cell here; each call of a learner's function goes to the
+        kernel through `_remote_call`, from the referee's thread."""
+        loop = asyncio.get_running_loop()
+        deadline = time.monotonic() + min(self.cell_timeout, max(self._remaining(), 0.0))
+        self._scratch_outputs = []
+
+        def send(request: str) -> str:
+            future = asyncio.run_coroutine_threadsafe(self._remote_call(request, deadline), loop)
+            return future.result()
+
+        self.referee.session.send = send
+        try:
+            outcome = await loop.run_in_executor(
+                None, self.referee.run_test, result.grade_id, deadline
             )
-        if verdict.get("passed"):
-            result.outcome = "passed"
-            partial = verdict.get("partial")
-            if partial is not None and 0.0 <= partial <= result.max_score:
-                result.score = float(partial)
-                cell.outputs.append(
-                    NotebookNode(
-                        output_type="execute_result",
-                        data={"text/plain": repr(partial)},
-                        metadata={},
-                        execution_count=None,
-                    )
-                )
-            else:
-                result.score = result.max_score
+        except KernelGone:
+            outcome = None
+        cell.outputs = [o for o in self._scratch_outputs if o.get("output_type") == "stream"][:20]
+        if outcome is None:
+            result.outcome = "not_run"
+            result.message = "the kernel stopped during this test"
+            raise DeadKernelError("Kernel died")
+        if outcome.output:
+            cell.outputs.append(
+                NotebookNode(output_type="stream", name="stdout", text=outcome.output)
+            )
+        if outcome.passed:
+            result.outcome, result.score = "passed", result.max_score
         else:
-            result.outcome = "failed"
-            if during:
-                result.message = "the code under test changed the test environment: " + ", ".join(
-                    during[:5]
-                )
-                cell.outputs.append(_error_output("GraderError", result.message, []))
-            elif error:
-                result.message = f"{error['ename']}: {error['evalue'][:300]}"
+            result.outcome = "timed_out" if "did not finish within" in outcome.message else "failed"
+            result.message = outcome.message[:2000]
+            cell.outputs.append(_error_output("GradingError", result.message, []))
 
     # the whole notebook ------------------------------------------------------------------------
     async def run(self, results: dict[str, CellResult], outcome: RunResult) -> None:
@@ -310,7 +292,6 @@ class NotebookRun(Execute):
                 self.jail.start_watchdog()
                 msg_id = await ensure_async(self.kc.kernel_info())
                 await self.async_wait_for_reply(msg_id)
-                await self._install_guard()
                 outcome.started = True
                 for index, cell in enumerate(self.nb.cells):
                     if cell.cell_type != "code":
@@ -324,6 +305,8 @@ class NotebookRun(Execute):
                         if results[grade_id].outcome == "timed_out":
                             outcome.timed_out = True
                     else:
+                        if grade_id and _is_setup(cell):
+                            self.referee.run_setup(grade_id)
                         self._timed_out_now = False
                         await self.async_execute_cell(
                             cell, index, execution_count=self.code_cells_executed + 1
@@ -349,6 +332,17 @@ class NotebookRun(Execute):
             outcome.tampered += result.tampered
 
 
+def _is_setup(cell: NotebookNode) -> bool:
+    """An instructor's locked code cell that is neither a test nor an answer."""
+    md = cell.metadata.get("nbgrader", {})
+    return (
+        cell.cell_type == "code"
+        and md.get("locked")
+        and not md.get("grade")
+        and not md.get("solution")
+    )
+
+
 def _is_test(cell: NotebookNode) -> bool:
     return cell.cell_type == "code" and nbutils.is_grade(cell) and not nbutils.is_solution(cell)
 
@@ -362,18 +356,21 @@ def _error_output(ename: str, evalue: str, traceback: list[str]) -> NotebookNode
     )
 
 
-def _parse_expression(reply: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
-    """The JSON returned by a user expression, or None."""
+def _expression_text(reply: dict[str, Any] | None, key: str) -> str | None:
+    """The string a user expression returned, or None (a Python string literal is parsed with
+    `ast.literal_eval`, which evaluates nothing)."""
     if not reply:
         return None
     try:
         value = reply["content"]["user_expressions"][key]
         if value.get("status") != "ok":
             return None
-        text = ast.literal_eval(value["data"]["text/plain"])
-        out = json.loads(text)
-        return out if isinstance(out, dict) else None
-    except (KeyError, TypeError, ValueError, SyntaxError):
+        text = value["data"]["text/plain"]
+        if not isinstance(text, str) or len(text) > MAX_REPLY_CHARS:
+            return None
+        out = ast.literal_eval(text)
+        return out if isinstance(out, str) else None
+    except (KeyError, TypeError, ValueError, SyntaxError, RecursionError, MemoryError):
         return None
 
 

@@ -27,16 +27,9 @@ from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from traitlets.config import Config
 
 from bertcourse.grade.assignment import NotebookSpec
+from bertcourse.grade.status import Status
 
-STATUS_TEXT = {
-    "graded": "graded",
-    "timed_out": "timed out: a cell or the whole notebook ran past its time limit",
-    "crashed": "crashed: the Python kernel stopped while running your notebook",
-    "memory_exceeded": "stopped: your notebook used more memory than allowed",
-    "invalid_notebook": "not gradable: the file is not a valid notebook",
-    "tampered": "flagged for review: the tests or their metadata were changed",
-    "missing": "missing: no notebook was submitted",
-}
+STATUS_TEXT = {s.value: s.feedback for s in Status}
 
 
 _ACTIVE_MIME = ("text/html", "application/javascript", "image/svg+xml", "text/markdown")

@@ -28,16 +28,9 @@ from sqlalchemy import Column, DateTime, Float, String, Text, create_engine, tex
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import declarative_base
 
-STATUSES = (
-    "graded",
-    "timed_out",
-    "crashed",
-    "memory_exceeded",
-    "invalid_notebook",
-    "tampered",
-    "missing",
-)
-PENDING = "pending"
+from bertcourse.grade.status import PENDING, Status  # noqa: E402
+
+STATUSES = tuple(s.value for s in Status)
 
 Base = declarative_base()
 T = TypeVar("T")

@@ -273,7 +273,6 @@ class Zygote:
         package_parent = os.path.dirname(os.path.dirname(os.path.abspath(bertcourse.__file__)))
         env = _kernel_env("/", package_parent)
         modules = ["ipykernel.kernelapp", "ipykernel.ipkernel", "IPython", *preload]
-        modules.append("bertcourse.grade.guard")
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, SANDBOX_SCRIPT, "serve", self.socket, *dict.fromkeys(modules)],

@@ -9,6 +9,7 @@ from typing import Any
 
 from bertcourse.grade.assignment import AssignmentSpec
 from bertcourse.grade.gradebook import STATUSES
+from bertcourse.grade.status import Status
 
 
 def csv_rows(spec: AssignmentSpec, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -23,7 +24,7 @@ def csv_rows(spec: AssignmentSpec, results: list[dict[str, Any]]) -> list[dict[s
         parts = {}
         for column, notebook, grade_id in spec.part_columns():
             value = r["parts"].get((notebook, grade_id))
-            if value is None and r["status"] in ("missing", "invalid_notebook"):
+            if value is None and Status(r["status"]).zero:
                 value = 0.0
             parts[column] = value
         known = [v for v in parts.values() if v is not None]
@@ -53,15 +54,7 @@ def write_csv(path: str, spec: AssignmentSpec, results: list[dict[str, Any]]) ->
     os.replace(tmp, path)
 
 
-COLORS = {
-    "graded": "#4c72b0",
-    "tampered": "#c44e52",
-    "timed_out": "#dd8452",
-    "crashed": "#8c8c8c",
-    "memory_exceeded": "#937860",
-    "invalid_notebook": "#da8bc3",
-    "missing": "#cccccc",
-}
+COLORS = {s.value: s.colour for s in Status}
 
 
 def plot_distribution(path: str, spec: AssignmentSpec, results: list[dict[str, Any]]) -> None:

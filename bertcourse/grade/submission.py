@@ -212,3 +212,16 @@ def repair(
     nb, resources = CheckCellMetadata().preprocess(nb, resources)
     nbformat.validate(nb)
     return nb
+
+
+def student_cells(nb: NotebookNode) -> list[tuple[int, str]]:
+    """(index, source) of the code cells the learner wrote in a repaired notebook: the answer
+    cells and any cell without nbgrader's locked metadata (the ones they added)."""
+    out = []
+    for index, cell in enumerate(nb.cells):
+        if cell.get("cell_type") != "code":
+            continue
+        md = _nbgrader_md(cell) or {}
+        if md.get("solution") or not md.get("locked"):
+            out.append((index, cell.get("source", "")))
+    return out

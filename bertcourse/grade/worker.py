@@ -35,17 +35,14 @@ from bertcourse.grade.assignment import AssignmentSpec, NotebookSpec
 from bertcourse.grade.execute import CellResult, NotebookRun, RunResult, memory_error_in
 from bertcourse.grade.gradebook import GradebookWriter
 from bertcourse.grade.isolation import Capabilities, KernelJail, Limits, Zygote
-from bertcourse.grade.submission import InvalidNotebook, find_tampering, load_notebook, repair
-
-# the order in which problems decide a submission's single status (first wins)
-PRIORITY = (
-    "invalid_notebook",
-    "tampered",
-    "memory_exceeded",
-    "timed_out",
-    "crashed",
-    "missing",
-    "graded",
+from bertcourse.grade.referee import Referee
+from bertcourse.grade.status import Status
+from bertcourse.grade.submission import (
+    InvalidNotebook,
+    find_tampering,
+    load_notebook,
+    repair,
+    student_cells,
 )
 
 
@@ -69,6 +66,7 @@ class Task:
     notebook_timeout: float
     feedback: bool = True
     zygote: bool = True  # fork kernels from a process that has imported torch (faster)
+    secret: bytes | None = None  # the referee's key for hidden inputs (never sent to a kernel)
 
 
 _writer: GradebookWriter | None = None
@@ -85,7 +83,7 @@ def _get_zygote(task: Task) -> Zygote | None:
     global _zygote, _zygote_key
     if not task.zygote:
         return None
-    preload = sorted({m for nb in task.spec.notebooks for m in nb.guard_config["modules"]})
+    preload = sorted({m for nb in task.spec.notebooks for m in nb.preload})
     key = (tuple(preload), task.caps_json)
     if _zygote is not None and (_zygote_key != key or not _zygote.alive()):
         _zygote.close()
@@ -98,6 +96,10 @@ def _get_zygote(task: Task) -> Zygote | None:
         except Exception:
             return None  # exec mode still works
     return _zygote
+
+
+def _no_kernel(request: str) -> str:
+    raise RuntimeError("the referee called the kernel before the kernel started")
 
 
 def _gradebook(task: Task) -> GradebookWriter:
@@ -149,13 +151,18 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[st
     caps = Capabilities.from_json(task.caps_json)
     jail = KernelJail(caps, task.limits, base_dir, task.hide, task.workers)
     run = RunResult(cells=tests)
+    referee = Referee(
+        nb_spec, task.spec.name, student_cells(nb), send=_no_kernel, secret=task.secret
+    )
+    machinery = [f"{nb_spec.name}: {f.describe()}" for f in referee.code.machinery()]
+    dynamic = [f"{nb_spec.name}: {f.describe()}" for f in referee.code.dynamic()]
     try:
         client = NotebookRun(
             nb,
             jail,
             cell_timeout=task.cell_timeout,
             notebook_timeout=task.notebook_timeout,
-            guard_config=nb_spec.guard_config,
+            referee=referee,
             zygote=_get_zygote(task),
         )
         asyncio.run(client.run(tests, run))
@@ -184,8 +191,12 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[st
         problems.append(f"{nb_spec.name}: {reason}")
     else:
         status = "graded"
-    if tampering or run.tampered:
-        status = "tampered" if PRIORITY.index("tampered") < PRIORITY.index(status) else status
+    if tampering or run.tampered or machinery:
+        status = Status.worst([Status(status), Status.TAMPERED]).value
+        problems += [f"reaches for the grading machinery: {m}" for m in machinery[:10]]
+    if dynamic:
+        status = Status.worst([Status(status), Status.NEEDS_REVIEW]).value
+        problems += [f"dynamic code, review: {d}" for d in dynamic[:10]]
     if run.output_truncated:
         problems.append(f"{nb_spec.name}: output truncated")
     for result in tests.values():
@@ -270,7 +281,7 @@ def grade_submission(task: Task) -> dict[str, Any]:
             finally:
                 shutil.rmtree(base, ignore_errors=True)
             statuses = [r["status"] for r in notebooks.values()]
-            status = min(statuses, key=PRIORITY.index)
+            status = Status.worst([Status(x) for x in statuses]).value
             problems = [p for r in notebooks.values() for p in r["problems"]]
             score = sum(c["score"] for r in notebooks.values() for c in r["cells"].values())
             result.update(

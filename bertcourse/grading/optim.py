@@ -49,6 +49,8 @@ def functional_step(
         return (p.detach().clone(), *_moments(optimizer, p))
 
     reference_step.__name__ = f"{optimizer_class.__name__}_step"
+    if not fixed:  # named across the grader's boundary as functional_step(optimizer_class)
+        reference_step._functional_step_of = optimizer_class
     return reference_step
 
 

@@ -1,0 +1,386 @@
+"""Plain data across the grader's trust boundary: JSON plus one safetensors blob.
+
+The referee (outside the jail) and the student's kernel exchange only what this module writes:
+a JSON document whose leaves are numbers, strings, booleans and null, and whose tensors live in
+one safetensors buffer (base64 in the JSON). Reading it executes nothing: `json.loads`,
+`base64.b64decode` and `safetensors.torch.load` parse data, and every node is checked against a
+short list of tags before anything is built from it. There is no pickle anywhere.
+
+Tags (a JSON object with one `$tag` key; any other object is an error):
+
+    {"$tuple": [...]}                 a tuple (JSON arrays are lists)
+    {"$dict": [[key, value], ...]}    a dict (keys: str, int, float, bool, None or tuples of those)
+    {"$float": "nan" | "inf" | "-inf"} a float JSON cannot write
+    {"$tensor": name, "requires_grad": bool}
+    {"$dtype": "float16"}
+    {"$generator": name}              a torch.Generator, by its state tensor
+    {"$random": [version, [ints], gauss]}   a random.Random, by its state
+    {"$config": {...}}                a bertcourse BertConfig (referee -> kernel only)
+    {"$module": class, "config": {...}, "state": {...}, "grads": {...}, "training": bool}
+                                      a bertcourse nn.Module (referee -> kernel only)
+    {"$module_state": {...}, "grads": {...}}   a module after a call (kernel -> referee)
+    {"$optimizer": class, "param_refs": [[module index, name], ...], "state_dict": ...}
+                                      an optimizer over parameters of module arguments
+    {"$functional_step": class}       `grading.functional_step(class)` (for use_reference)
+
+Modules and optimizers are built only from classes in `ALLOWED_CLASSES`, and only by the kernel
+side: the referee never builds an object from what a kernel sent, it copies numbers into the
+objects it already holds (`remote.mirror`).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import importlib
+import json
+import math
+import random
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+from torch import Tensor, nn
+
+DTYPES = {
+    str(dtype).removeprefix("torch."): dtype
+    for dtype in (
+        torch.bool,
+        torch.uint8,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+    )
+}
+# Classes the kernel side may build from a message (module prefixes; the referee builds none).
+ALLOWED_CLASSES = ("bertcourse.", "torch.optim.")
+
+
+class CodecError(ValueError):
+    """A value that cannot cross the boundary, or a message that is not valid data."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What a message may hold; a message over a limit is refused before it is decoded."""
+
+    max_bytes: int = 64 << 20
+    max_depth: int = 48
+    max_nodes: int = 200_000
+    max_tensor_elements: int = 16 << 20
+
+
+@dataclasses.dataclass
+class ModuleState:
+    """A module's parameters and buffers (and gradients) after a call, as the kernel sent them."""
+
+    state: dict[str, Tensor]
+    grads: dict[str, Tensor]
+
+
+@dataclasses.dataclass
+class OptimizerState:
+    """An optimizer's `state_dict()` after a call, as the kernel sent it."""
+
+    state_dict: dict[str, Any]
+
+
+# --- encoding -------------------------------------------------------------------------------
+
+
+class _Encoder:
+    def __init__(self, side: str) -> None:
+        self.side = side  # "referee": modules go out whole; "kernel": only their state
+        self.tensors: dict[str, Tensor] = {}
+        self.modules: list[nn.Module] = []
+
+    def tensor(self, t: Tensor) -> str:
+        if t.is_sparse or t.is_complex() or t.device.type == "meta":
+            raise CodecError(f"a {t.layout} {t.dtype} tensor on {t.device} cannot be sent")
+        if str(t.dtype).removeprefix("torch.") not in DTYPES:
+            raise CodecError(f"tensors of dtype {t.dtype} cannot be sent")
+        name = f"t{len(self.tensors)}"
+        plain = torch.Tensor._make_subclass(torch.Tensor, t.detach().cpu(), False)
+        self.tensors[name] = plain.clone().contiguous()
+        return name
+
+    def value(self, x: Any, depth: int = 0) -> Any:
+        if depth > 40:
+            raise CodecError("the value is nested too deeply")
+        if x is None or isinstance(x, (bool, str)):
+            return x
+        if isinstance(x, int):
+            return int(x)
+        if isinstance(x, float):
+            x = float(x)
+            return x if math.isfinite(x) else {"$float": repr(x)}
+        if isinstance(x, Tensor):
+            return {"$tensor": self.tensor(x), "requires_grad": bool(x.requires_grad)}
+        if isinstance(x, torch.dtype):
+            return {"$dtype": str(x).removeprefix("torch.")}
+        if isinstance(x, torch.Generator):
+            return {"$generator": self.tensor(x.get_state())}
+        if isinstance(x, random.Random):
+            version, internal, gauss = x.getstate()
+            return {"$random": [version, list(internal), gauss]}
+        if isinstance(x, nn.Module):
+            return self.module(x)
+        if isinstance(x, torch.optim.Optimizer):
+            return self.optimizer(x)
+        if getattr(x, "_functional_step_of", None) is not None:
+            return {"$functional_step": _class_path(x._functional_step_of)}
+        if _is_config(x):
+            return {"$config": self.value(dataclasses.asdict(x), depth + 1)}
+        if isinstance(x, tuple):
+            return {"$tuple": [self.value(v, depth + 1) for v in x]}
+        if isinstance(x, list):
+            return [self.value(v, depth + 1) for v in x]
+        if isinstance(x, dict):
+            return {
+                "$dict": [
+                    [self.value(k, depth + 1), self.value(v, depth + 1)] for k, v in x.items()
+                ]
+            }
+        try:  # numpy scalars and 0-d arrays, Python-number-like objects
+            import numpy as np
+
+            if isinstance(x, np.generic):
+                return self.value(x.item(), depth + 1)
+        except ImportError:  # pragma: no cover
+            pass
+        raise CodecError(
+            f"a {type(x).__module__}.{type(x).__qualname__} cannot be sent: use tensors, numbers, "
+            "strings, None, or lists / tuples / dicts of them"
+        )
+
+    def module(self, m: nn.Module) -> dict[str, Any]:
+        state = {k: self.value(v) for k, v in m.state_dict(keep_vars=False).items()}
+        grads = {k: self.value(p.grad) for k, p in m.named_parameters() if p.grad is not None}
+        if self.side == "kernel":
+            return {"$module_state": state, "grads": grads}
+        config = getattr(m, "config", None)
+        if not _is_config(config):
+            raise CodecError(
+                f"grading setup: a {type(m).__name__} without a BertConfig `.config` cannot be sent"
+            )
+        self.modules.append(m)
+        return {
+            "$module": _class_path(type(m)),
+            "index": len(self.modules) - 1,
+            "config": self.value(dataclasses.asdict(config)),
+            "state": state,
+            "grads": grads,
+            "training": m.training,
+        }
+
+    def optimizer(self, opt: torch.optim.Optimizer) -> dict[str, Any]:
+        state_dict = self.value(opt.state_dict())
+        if self.side == "kernel":
+            return {"$optimizer_state": state_dict}
+        owners = {
+            id(p): [i, name] for i, m in enumerate(self.modules) for name, p in m.named_parameters()
+        }
+        refs = []
+        for group in opt.param_groups:
+            for p in group["params"]:
+                if id(p) not in owners:
+                    raise CodecError(
+                        "grading setup: an optimizer can be sent only after the module that owns "
+                        "its parameters (pass the model before the optimizer)"
+                    )
+                refs.append(owners[id(p)])
+        return {"$optimizer": _class_path(type(opt)), "param_refs": refs, "state_dict": state_dict}
+
+
+def _is_config(x: Any) -> bool:
+    return (
+        dataclasses.is_dataclass(x) and type(x).__name__ == "BertConfig" and not isinstance(x, type)
+    )
+
+
+def _class_path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def encode(value: Any, side: str = "referee") -> str:
+    """`value` as a JSON text (tensors in an embedded safetensors buffer)."""
+    encoder = _Encoder(side)
+    tree = encoder.value(value)
+    blob = save_safetensors(encoder.tensors) if encoder.tensors else b""
+    return json.dumps(
+        {"v": 1, "value": tree, "tensors": base64.b64encode(blob).decode("ascii")},
+        allow_nan=False,
+        separators=(",", ":"),
+    )
+
+
+# --- decoding -------------------------------------------------------------------------------
+
+
+def _load_class(path: str) -> type:
+    if not isinstance(path, str) or not path.startswith(ALLOWED_CLASSES):
+        raise CodecError(f"class {path!r} is not allowed across the boundary")
+    module_name, _, name = path.rpartition(".")
+    cls = getattr(importlib.import_module(module_name), name, None)
+    if not isinstance(cls, type):
+        raise CodecError(f"{path!r} is not a class")
+    return cls
+
+
+class _Decoder:
+    def __init__(self, tensors: dict[str, Tensor], side: str, limits: Limits) -> None:
+        self.tensors = tensors
+        self.side = side  # "referee": build no object; "kernel": build modules and optimizers
+        self.limits = limits
+        self.nodes = 0
+        self.modules: list[nn.Module] = []
+
+    def tensor(self, name: Any) -> Tensor:
+        if not isinstance(name, str) or name not in self.tensors:
+            raise CodecError(f"unknown tensor {name!r}")
+        return self.tensors[name]
+
+    def value(self, node: Any, depth: int = 0) -> Any:
+        self.nodes += 1
+        if self.nodes > self.limits.max_nodes or depth > self.limits.max_depth:
+            raise CodecError("the message is too large or nested too deeply")
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            return [self.value(v, depth + 1) for v in node]
+        if not isinstance(node, dict) or len(node) < 1:
+            raise CodecError(f"unexpected node {type(node).__name__}")
+        tag = next(iter(node))
+        body = node[tag]
+        if tag == "$tuple" and isinstance(body, list):
+            return tuple(self.value(v, depth + 1) for v in body)
+        if tag == "$dict" and isinstance(body, list):
+            out = {}
+            for item in body:
+                if not (isinstance(item, list) and len(item) == 2):
+                    raise CodecError("a dict item is not a [key, value] pair")
+                key = self.value(item[0], depth + 1)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise CodecError("a dict key is not hashable") from None
+                out[key] = self.value(item[1], depth + 1)
+            return out
+        if tag == "$float" and body in ("nan", "inf", "-inf"):
+            return float(body)
+        if tag == "$tensor":
+            t = self.tensor(body)
+            if node.get("requires_grad") is True and t.is_floating_point():
+                t = t.clone().requires_grad_(True)
+            return t
+        if tag == "$dtype" and body in DTYPES:
+            return DTYPES[body]
+        if tag == "$generator":
+            g = torch.Generator()
+            g.set_state(self.tensor(body))
+            return g
+        if tag == "$random" and isinstance(body, list) and len(body) == 3:
+            r = random.Random()
+            version, internal, gauss = body
+            try:
+                r.setstate((version, tuple(internal), gauss))
+            except (TypeError, ValueError) as error:
+                raise CodecError(f"invalid random.Random state: {error}") from None
+            return r
+        if tag == "$module_state":
+            return ModuleState(
+                self._tensor_dict(body, depth), self._tensor_dict(node.get("grads", {}), depth)
+            )
+        if tag == "$optimizer_state":
+            return OptimizerState(self.value(body, depth + 1))
+        if self.side == "kernel":
+            return self.build(tag, body, node, depth)
+        raise CodecError(f"unexpected tag {tag!r}")
+
+    def _tensor_dict(self, body: Any, depth: int) -> dict[str, Tensor]:
+        if not isinstance(body, dict):
+            raise CodecError("a module state is not a mapping")
+        out = {}
+        for key, value in body.items():
+            t = self.value(value, depth + 1)
+            if not isinstance(t, Tensor):
+                raise CodecError(f"module state {key!r} is not a tensor")
+            out[str(key)] = t.detach()
+        return out
+
+    def build(self, tag: str, body: Any, node: dict[str, Any], depth: int) -> Any:
+        """Kernel side only: configs, modules, optimizers and functional steps."""
+        from bertcourse.config import BertConfig
+
+        if tag == "$config":
+            return BertConfig(**self.value(body, depth + 1))
+        if tag == "$module":
+            cls = _load_class(body)
+            module = cls(BertConfig(**self.value(node["config"], depth + 1)))
+            module.load_state_dict(self._tensor_dict(node["state"], depth))
+            params = dict(module.named_parameters())
+            for name, grad in self._tensor_dict(node.get("grads", {}), depth).items():
+                params[name].grad = grad.clone()
+            module.train(bool(node.get("training", False)))
+            self.modules.append(module)
+            return module
+        if tag == "$optimizer":
+            cls = _load_class(body)
+            state_dict = self.value(node["state_dict"], depth + 1)
+            named = [dict(m.named_parameters()) for m in self.modules]
+            params = [named[i][name] for i, name in node["param_refs"]]
+            groups, start = [], 0
+            for group in state_dict["param_groups"]:
+                n = len(group["params"])
+                hyper = {k: v for k, v in group.items() if k != "params"}
+                groups.append({"params": params[start : start + n], **hyper})
+                start += n
+            optimizer = cls(groups)
+            optimizer.load_state_dict(state_dict)
+            return optimizer
+        if tag == "$functional_step":
+            from bertcourse.grading.optim import functional_step
+
+            return functional_step(_load_class(body))
+        raise CodecError(f"unexpected tag {tag!r}")
+
+
+def decode(text: str | bytes, side: str = "referee", limits: Limits = Limits()) -> Any:
+    """The value of a message written by `encode`; `CodecError` for anything else."""
+    if len(text) > limits.max_bytes:
+        raise CodecError(f"the message is larger than {limits.max_bytes >> 20} MiB")
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise CodecError(f"the message is not valid JSON: {str(error)[:200]}") from None
+    if not isinstance(doc, dict) or doc.get("v") != 1 or not isinstance(doc.get("tensors"), str):
+        raise CodecError("the message is not a bertcourse grading message")
+    try:
+        blob = base64.b64decode(doc["tensors"], validate=True)
+        tensors = load_safetensors(blob) if blob else {}
+    except Exception as error:  # safetensors raises its own error types on bad headers
+        raise CodecError(
+            f"the tensors are not a valid safetensors buffer: {str(error)[:200]}"
+        ) from None
+    for name, t in tensors.items():
+        if t.numel() > limits.max_tensor_elements:
+            raise CodecError(
+                f"tensor {name} has {t.numel()} elements (limit {limits.max_tensor_elements})"
+            )
+    try:
+        return _Decoder(tensors, side, limits).value(doc.get("value"))
+    except RecursionError:
+        raise CodecError("the message is nested too deeply") from None
+
+
+def functional_marker(fn: Callable[..., Any], cls: type) -> Callable[..., Any]:
+    """Mark `fn` as `functional_step(cls)` so that it can be named across the boundary."""
+    fn._functional_step_of = cls  # type: ignore[attr-defined]
+    return fn

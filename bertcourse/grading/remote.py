@@ -1,0 +1,286 @@
+"""Both ends of one call across the grader's trust boundary.
+
+Referee side (`python -m bertcourse.grade`, outside the jail): the learner's functions are
+`RemoteFunction`s. Calling one
+
+1. asks the static rules (`rules.StudentCode`) whether the code reachable from that function
+   uses a forbidden reference or hides a call; if so the call fails without running;
+2. encodes the arguments as plain data (`codec`) and sends them to the kernel;
+3. decodes the reply (plain data, size-limited; nothing in it can run code), copies the
+   arguments' state after the call into the referee's own arguments (`mirror`: the learner's
+   in-place changes become visible, as in one process) and returns the result.
+
+The reference, the expected values, the tolerances and the hidden inputs' seeds never leave the
+referee; the kernel sees only the inputs of each call. A kernel that lies can only return
+numbers, and only correct numbers pass the referee's comparison.
+
+Kernel side: `serve(request)` runs in the learner's kernel (sent by the referee as a user
+expression): it decodes the request, calls the learner's function from the notebook's
+namespace with the earlier parts replaced by references (`use_reference`) and the forbidden
+references stubbed (a second signal; the rule itself is static), and encodes the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import traceback
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from bertcourse.grading import codec
+from bertcourse.grading.values import GradingError
+
+MAX_TRACEBACK = 3000
+GET = "__bertcourse_get__"
+
+
+# --- referee side ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Session:
+    """The referee's link to one kernel: how to send a request, and the static rules."""
+
+    send: Callable[[str], str]  # request text -> reply text (raises on timeout / dead kernel)
+    code: Any  # rules.StudentCode of the submission
+    limits: codec.Limits = dataclasses.field(default_factory=codec.Limits)
+    calls: int = 0
+
+
+class KernelError(GradingError):
+    """The learner's function raised in the kernel (the message carries its traceback)."""
+
+
+class RemoteFunction:
+    """Stands for the learner's function `name` in the referee's copy of a test cell."""
+
+    def __init__(self, name: str, session: Session) -> None:
+        self.__name__ = name
+        self.session = session
+
+    def __repr__(self) -> str:
+        return f"<your function {self.__name__}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.call(args, kwargs)
+
+    def call(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        forbid: Iterable[str] = (),
+        use_reference: Mapping[str, Any] | None = None,
+    ) -> Any:
+        __tracebackhide__ = True
+        name = self.__name__
+        findings = self.session.code.violations(name, list(forbid), args, kwargs)
+        if findings:
+            raise GradingError(
+                f"{name} may not be graded automatically: "
+                + "; ".join(f.describe() for f in findings[:5])
+            )
+        references = {}
+        for key, ref in (use_reference or {}).items():
+            if not (isinstance(ref, str) or getattr(ref, "_functional_step_of", None)):
+                raise codec.CodecError(
+                    f"grading setup: use_reference[{key!r}] must be a dotted path or "
+                    "grading.functional_step(...) to be sent to the kernel"
+                )
+            references[key] = ref
+        request = codec.encode(
+            {
+                "fn": name,
+                "args": tuple(args),
+                "kwargs": dict(kwargs),
+                "use_reference": references,
+                "forbid": list(forbid),
+            }
+        )
+        self.session.calls += 1
+        reply_text = self.session.send(request)
+        try:
+            reply = codec.decode(reply_text, "referee", self.session.limits)
+        except codec.CodecError as error:
+            raise GradingError(f"{name}: the kernel's reply was not valid data ({error})") from None
+        if not isinstance(reply, dict) or reply.get("ok") not in (True, False):
+            raise GradingError(f"{name}: the kernel's reply was not a result")
+        if reply.get("forbidden"):
+            raise GradingError(
+                f"{name} called {reply['forbidden'][0]}, which this part asks you to write "
+                "yourself; an answer that calls it earns no points."
+            )
+        if not reply["ok"]:
+            error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+            kind = str(error.get("type", "Error"))[:100]
+            message = str(error.get("message", ""))[:1000]
+            tb = str(error.get("traceback", ""))[-MAX_TRACEBACK:]
+            raise KernelError(f"{name} raised {kind}: {message}\n{tb}".rstrip())
+        after = reply.get("args_after")
+        if isinstance(after, tuple) and len(after) == 2:
+            mirror(args, after[0])
+            mirror(kwargs, after[1])
+        return reply.get("result")
+
+
+def mirror(local: Any, after: Any) -> Any:
+    """Copy the state `after` a call into the referee's own object `local`, in place.
+
+    Returns the value the referee should hold (the same object where it could be updated in
+    place). Nothing is built from `after` but tensors, numbers and containers of them.
+    """
+    if isinstance(local, Tensor):
+        if not isinstance(after, Tensor):
+            return local
+        if after.shape != local.shape or after.dtype != local.dtype:
+            raise GradingError(
+                f"an input tensor {tuple(local.shape)} {local.dtype} was changed in place into "
+                f"{tuple(after.shape)} {after.dtype}"
+            )
+        with torch.no_grad():
+            local.copy_(after)
+        return local
+    if isinstance(local, nn.Module) and isinstance(after, codec.ModuleState):
+        own = local.state_dict(keep_vars=True)
+        with torch.no_grad():
+            for key, value in after.state.items():
+                if key in own and own[key].shape == value.shape and own[key].dtype == value.dtype:
+                    own[key].copy_(value)
+        params = dict(local.named_parameters())
+        for key, param in params.items():
+            grad = after.grads.get(key)
+            ok = isinstance(grad, Tensor) and grad.shape == param.shape
+            param.grad = grad.to(param.dtype).clone() if ok else None
+        return local
+    if isinstance(local, torch.optim.Optimizer) and isinstance(after, codec.OptimizerState):
+        try:
+            local.load_state_dict(after.state_dict)
+        except Exception as error:
+            raise GradingError(
+                f"the optimizer's state after the call is not valid: {error}"
+            ) from None
+        return local
+    if isinstance(local, torch.Generator) and isinstance(after, torch.Generator):
+        local.set_state(after.get_state())
+        return local
+    if isinstance(local, random.Random) and isinstance(after, random.Random):
+        local.setstate(after.getstate())
+        return local
+    if isinstance(local, list) and isinstance(after, list):
+        if len(local) == len(after):
+            local[:] = [mirror(a, b) for a, b in zip(local, after)]
+        else:
+            local[:] = after
+        return local
+    if isinstance(local, dict) and isinstance(after, dict):
+        for key in list(local):
+            if key not in after:
+                del local[key]
+        for key, value in after.items():
+            local[key] = mirror(local[key], value) if key in local else value
+        return local
+    if isinstance(local, tuple) and isinstance(after, tuple) and len(local) == len(after):
+        return tuple(mirror(a, b) for a, b in zip(local, after))
+    if isinstance(local, (bool, int, float, str, type(None))) and not isinstance(
+        after, (Tensor, nn.Module, list, dict, tuple)
+    ):
+        return after
+    return local
+
+
+# --- kernel side ----------------------------------------------------------------------------
+
+
+def _namespace() -> dict[str, Any]:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        raise RuntimeError("bertcourse.grading.remote.serve runs inside an IPython kernel")
+    return shell.user_ns
+
+
+def serve(request: str) -> str:
+    """Kernel side: run one call of the learner's function; the reply as codec text."""
+    from bertcourse.grading.forbid import _reference_callable, forbidden
+
+    try:
+        call = codec.decode(request, "kernel")
+        namespace = _namespace()
+        if call["fn"] == GET:  # the referee asks for the value of a name the answers bind
+            name = call["args"][0]
+            if name not in namespace:
+                return _reply(
+                    {
+                        "ok": False,
+                        "error": {"type": "NameError", "message": f"{name} is not defined"},
+                    }
+                )
+            return _reply({"ok": True, "result": namespace[name]})
+        fn = namespace.get(call["fn"])
+        if not callable(fn):
+            return _reply(
+                {
+                    "ok": False,
+                    "error": {"type": "NameError", "message": f"{call['fn']} is not defined"},
+                }
+            )
+        references = {}
+        for key, ref in call["use_reference"].items():
+            references[key] = _reference_callable(ref) if isinstance(ref, str) else ref
+        args, kwargs = call["args"], call["kwargs"]
+    except Exception as error:
+        return _reply({"ok": False, "error": {"type": "GraderError", "message": repr(error)[:500]}})
+    saved = {key: namespace.get(key, _MISSING) for key in references}
+    try:
+        namespace.update(references)
+        with forbidden(call["forbid"], fn) as calls, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                result = fn(*args, **kwargs)
+                outcome: dict[str, Any] = {"ok": True, "result": result}
+            except BaseException as error:  # noqa: BLE001 (reported to the referee)
+                if isinstance(error, (KeyboardInterrupt, SystemExit)):
+                    raise
+                outcome = {
+                    "ok": False,
+                    "error": {
+                        "type": type(error).__name__,
+                        "message": str(error)[:1000],
+                        "traceback": "".join(traceback.format_exception(error))[-MAX_TRACEBACK:],
+                    },
+                }
+        outcome["forbidden"] = list(calls)
+    finally:
+        for key, value in saved.items():
+            if value is _MISSING:
+                namespace.pop(key, None)
+            else:
+                namespace[key] = value
+    outcome["args_after"] = (args, kwargs)
+    return _reply(outcome)
+
+
+_MISSING = object()
+
+
+def _reply(outcome: dict[str, Any]) -> str:
+    try:
+        return codec.encode(outcome, side="kernel")
+    except codec.CodecError as error:
+        what = "result" if outcome.get("ok") else "error"
+        return codec.encode(
+            {
+                "ok": False,
+                "error": {
+                    "type": "UnsupportedValue",
+                    "message": f"the {what} cannot be graded: {error}",
+                },
+                "forbidden": outcome.get("forbidden", []),
+            },
+            side="kernel",
+        )
