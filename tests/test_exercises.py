@@ -385,8 +385,49 @@ def test_assignment_grades(tmp_path, assignment):
         feedback = course / ".grading" / "feedback" / student.id / assignment / f"{notebook}.html"
         if not feedback.exists():
             problems.append(f"{student.id}: no feedback file {feedback.relative_to(course)}")
+    # 4. the same students through the referee (python -m bertcourse.grade): same scores
+    problems += referee_disagreements(course, assignment, students, points, timings)
     print(
         f"\n{assignment}: {len(students)} students, autograde {timings['autograde'] / len(students):.2f} s per notebook; "
         + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
     )
     assert not problems, "\n".join(problems)
+
+
+def referee_disagreements(
+    course: Path, assignment: str, students: list[Student], points: dict[str, float], timings
+) -> list[str]:
+    """Grade the course's submissions with the referee; where it disagrees with the expectation.
+
+    The referee runs every test cell outside the kernel and calls the learner's functions with
+    data, so this proves that each assignment's tests work across that boundary: the solution
+    and the alternatives keep full marks, each wrong answer loses exactly its part.
+    """
+    from bertcourse.grade.runner import Options, run
+
+    start = time.perf_counter()
+    os.environ.setdefault("BERTCOURSE_REFEREE_KEY", "00" * 32)
+    summary = run(
+        Options(assignment=assignment, course=str(course), workers=2, progress=False, memory_mib=3072),
+        log=lambda *a: None,
+    )
+    timings["referee"] = time.perf_counter() - start
+    with open(summary.csv, newline="") as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+    problems = []
+    for student in students:
+        row = rows.get(student.id)
+        expected = {
+            g: (0.0 if student.all_zero or g in student.expected_zero else float(p))
+            for g, p in points.items()
+        }
+        if row is None:
+            problems.append(f"referee: {student.id} has no row")
+            continue
+        got = {g: float(row[g] or 0.0) for g in points}
+        if got != expected or row["status"] != "graded":
+            problems.append(
+                f"referee: {student.id} ({student.why}): expected graded {expected}, got "
+                f"{row['status']} {got}: {row['detail'][:600]}"
+            )
+    return problems

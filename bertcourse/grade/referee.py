@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import hashlib
 import hmac
+import inspect
 import io
 import re
 import time
@@ -80,9 +81,25 @@ def seed_mapper(secret: bytes, scope: str) -> Callable[[int], int]:
     return mapped
 
 
-def _defined_functions(cells: list[CellSpec]) -> tuple[set[str], set[str]]:
-    """(functions and classes, other names) that the instructor's answer cells define."""
-    functions, values = set(), set()
+def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> inspect.Signature:
+    """The parameter names of the instructor's answer (for messages: `fn(q=Tensor(...), ...)`)."""
+    kinds = inspect.Parameter
+    params = [kinds(a.arg, kinds.POSITIONAL_ONLY) for a in node.args.posonlyargs]
+    params += [kinds(a.arg, kinds.POSITIONAL_OR_KEYWORD) for a in node.args.args]
+    if node.args.vararg:
+        params.append(kinds(node.args.vararg.arg, kinds.VAR_POSITIONAL))
+    params += [kinds(a.arg, kinds.KEYWORD_ONLY) for a in node.args.kwonlyargs]
+    if node.args.kwarg:
+        params.append(kinds(node.args.kwarg.arg, kinds.VAR_KEYWORD))
+    return inspect.Signature(params)
+
+
+def _defined_functions(
+    cells: list[CellSpec],
+) -> tuple[dict[str, inspect.Signature | None], set[str]]:
+    """(functions and classes with their signatures, other names) the answer cells define."""
+    functions: dict[str, inspect.Signature | None] = {}
+    values: set[str] = set()
     for cell in cells:
         if not (cell.solution and cell.cell_type == "code"):
             continue
@@ -91,13 +108,18 @@ def _defined_functions(cells: list[CellSpec]) -> tuple[set[str], set[str]]:
         except SyntaxError:
             continue
         for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                functions.add(node.name)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                try:
+                    functions[node.name] = _signature(node)
+                except ValueError:  # an unusual signature: messages show positional values
+                    functions[node.name] = None
+            elif isinstance(node, ast.ClassDef):
+                functions[node.name] = None
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     values |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-    return functions, values - functions
+    return functions, values - set(functions)
 
 
 class Referee:
@@ -118,9 +140,15 @@ class Referee:
         self.secret = secret
         self.functions, self.values = _defined_functions(spec.cells)
         self.namespace: dict[str, Any] = {"__name__": "__referee__"}
-        for name in self.functions:
-            self.namespace[name] = RemoteFunction(name, self.session)
+        self._install_functions()
         self.setup_error: str | None = None
+
+    def _install_functions(self) -> None:
+        for name, signature in self.functions.items():
+            remote = RemoteFunction(name, self.session)
+            if signature is not None:
+                remote.__signature__ = signature
+            self.namespace[name] = remote
 
     # --- cells ------------------------------------------------------------------------------
 
@@ -134,8 +162,7 @@ class Referee:
                 exec(compile(cell.source, f"<set-up {grade_id}>", "exec"), self.namespace)
         except Exception as error:  # the instructor's own cell: the assignment is broken
             self.setup_error = f"set-up cell {grade_id} failed in the referee: {error!r}"
-        for name in self.functions:  # an instructor cell must not shadow the learner's functions
-            self.namespace[name] = RemoteFunction(name, self.session)
+        self._install_functions()  # an instructor cell must not shadow the learner's functions
 
     def _fetch_values(self) -> None:
         for name in sorted(self.values):

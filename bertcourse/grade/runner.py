@@ -8,6 +8,7 @@ import fnmatch
 import glob
 import multiprocessing
 import os
+import secrets
 import sys
 import time
 import uuid
@@ -103,12 +104,50 @@ def _students(coursedir: CourseDirectory, opts: Options) -> list[str]:
 
 def _hidden_paths(coursedir: CourseDirectory, opts: Options, outputs: list[str]) -> list[str]:
     """Folders the kernels must not see: the course, the gradebook's folder, the outputs."""
-    paths = [coursedir.root, *opts.hide]
+    paths = [coursedir.root, *opts.hide, *_source_checkout()]
     db = coursedir.db_url
     if db.startswith("sqlite:///"):
         paths.append(os.path.dirname(os.path.abspath(db[len("sqlite:///") :])))
     paths += [os.path.dirname(os.path.abspath(p)) for p in outputs]
     return sorted({os.path.realpath(p) for p in paths if p and p != "/"})
+
+
+def _source_checkout() -> list[str]:
+    """The repository bertcourse is installed from (editable install), hidden as a whole: the
+    kernels get the package folder alone, read-only, never solutions/ beside it."""
+    import bertcourse
+
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(bertcourse.__file__)))
+    if os.path.basename(parent) in ("site-packages", "dist-packages"):
+        return []
+    return [parent]
+
+
+def referee_secret(grading_dir: str) -> bytes:
+    """The course's key for hidden inputs: `<grading dir>/referee.key`, made once (0600).
+
+    Hidden inputs depend on it, so graders on several machines (shards) must share the file;
+    `BERTCOURSE_REFEREE_KEY` (hex) overrides it.
+    """
+    env = os.environ.get("BERTCOURSE_REFEREE_KEY")
+    if env:
+        return bytes.fromhex(env)
+    path = os.path.join(grading_dir, "referee.key")
+    os.makedirs(grading_dir, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            key = f.read(256).strip()
+        try:
+            return bytes.fromhex(key.decode())
+        except (UnicodeDecodeError, ValueError):
+            raise ValueError(f"{path} is not a hex key: delete it to make a new one") from None
+    key = secrets.token_hex(32)
+    with os.fdopen(fd, "w") as f:
+        f.write(key + "\n")
+    return bytes.fromhex(key)
 
 
 def _safe_url(url: str) -> str:
@@ -170,6 +209,7 @@ def run(opts: Options, log=print) -> Summary:
     limits = Limits(memory_bytes=opts.memory_mib << 20, max_processes=opts.max_processes)
     hide = _hidden_paths(coursedir, opts, [csv_path, plot_path])
     run_id = uuid.uuid4().hex[:12]
+    secret = referee_secret(os.path.join(coursedir.root, grading_dir))
     students = _students(coursedir, opts)
     tasks = [
         Task(
@@ -189,6 +229,7 @@ def run(opts: Options, log=print) -> Summary:
             notebook_timeout=opts.notebook_timeout,
             feedback=opts.feedback,
             zygote=opts.zygote,
+            secret=secret,
         )
         for s in students
     ]
