@@ -19,6 +19,14 @@ gradients, optimizer state) and the process peak.
 Shapes: tiny (2 layers, hidden 128), mini (4 layers, hidden 256), base (12 layers, hidden 768),
 all with the bert-base-uncased vocabulary (30,522) and sequence length 128.
 
+MFU (model FLOPs utilisation): the model FLOPs of a step (:func:`bertcourse.flops.bert_flops`:
+``6 * N_layer + 12 * n * T * H`` per token for the encoder, the MLM head at the labelled
+positions only; the same count for both libraries) divided by the time, over the machine's
+fp32 matrix-multiply peak measured at the start of the same run (best of ``--peak-repeats``
+square ``torch.mm`` of ``--peak-sizes`` on the same threads). On a loaded machine the peak and
+the steps are both slowed, so the MFU is less affected than either alone, but it is still
+only indicative; the speed-up ratios are measured interleaved in the same run.
+
     python benchmarks/bench_model.py                      # all three sizes, ~4 min
     python benchmarks/bench_model.py --sizes tiny mini --repeats 15
     python benchmarks/bench_model.py --gpu                # + BERT-base bf16 on CUDA, if present
@@ -47,6 +55,7 @@ import torch  # noqa: E402
 
 from bertcourse import BertConfig, BertForPreTraining  # noqa: E402
 from bertcourse.config import MASK_ID, SPECIAL_IDS  # noqa: E402
+from bertcourse.flops import bert_flops, matmul_peak  # noqa: E402
 from bertcourse.mlm import mask_tokens  # noqa: E402
 
 SIZES = {"tiny": BertConfig.tiny, "mini": BertConfig.mini, "base": BertConfig.base}
@@ -130,7 +139,9 @@ def median_times(fns: dict[str, callable], repeats: int, warmup: int = 1) -> dic
 ADAMW = {"fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False}}
 
 
-def bench_cpu(size: str, batch: int, seq: int, repeats: int, adamw: str = "fused") -> dict:
+def bench_cpu(
+    size: str, batch: int, seq: int, repeats: int, adamw: str = "fused", peak: float | None = None
+) -> dict:
     ours, theirs, config = build_pair(size)
     x = make_inputs(config, batch, seq)
     # Same loss before any step: same weights, same inputs (dropout off for this check).
@@ -163,6 +174,15 @@ def bench_cpu(size: str, batch: int, seq: int, repeats: int, adamw: str = "fused
         for impl in t:
             res[f"{kind}_{impl}_s"] = statistics.median(t[impl])
         res[f"{kind}_speedup"] = res[f"{kind}_transformers_s"] / res[f"{kind}_bertcourse_s"]
+    # MFU: the same model FLOPs for both (what BERT needs), over the measured matmul peak.
+    n_labelled = int((x.labels != -100).sum())
+    for kind, training in (("train", True), ("eval", False)):
+        flops = bert_flops(config, batch, seq, n_labelled, training=training).total
+        res[f"{kind}_flops"] = flops
+        for impl in ("bertcourse", "transformers"):
+            s = res[f"{kind}_{impl}_s"]
+            res[f"{kind}_{impl}_gflops_per_s"] = flops / s / 1e9
+            res[f"{kind}_{impl}_mfu"] = flops / s / peak if peak else None
     return res
 
 
@@ -243,18 +263,10 @@ GPU_PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12,
 
 
 def model_flops_per_step(config: BertConfig, batch: int, seq: int, n_labelled: int) -> float:
-    """FLOPs of one training step that the model needs (forward + backward = 3x forward).
-
-    Counts matrix multiplies only: per token 2 FLOPs per weight of the encoder layers, the
-    attention scores and context (4 * L * H per token per layer), and the MLM head transform
-    and vocabulary projection at the labelled positions only (what BERT needs; computing
-    logits everywhere is extra work that MFU does not credit). Pooler and NSP are negligible.
-    """
-    h, i, n = config.hidden_size, config.intermediate_size, config.num_hidden_layers
-    tokens = batch * seq
-    per_layer = 2 * (4 * h * h + 2 * h * i) * tokens + 4 * seq * h * tokens
-    head = 2 * (h * h + h * config.vocab_size) * n_labelled
-    return 3.0 * (n * per_layer + head)
+    """FLOPs of one training step that the model needs: :func:`bertcourse.flops.bert_flops`
+    (matrix multiplies; the MLM head at the labelled positions only, so a model that projects
+    every position to the vocabulary does extra work that MFU does not credit)."""
+    return bert_flops(config, batch, seq, n_labelled).total
 
 
 def bench_gpu(batch: int, seq: int, steps: int, device: str = "cuda", size: str = "base") -> dict:
@@ -312,7 +324,7 @@ def bench_gpu(batch: int, seq: int, steps: int, device: str = "cuda", size: str 
 
 def fmt_table(rows: list[dict], mem: dict) -> str:
     lines = [
-        "| size | batch x seq | params | train step bertcourse | transformers | speed-up "
+        "| size | batch x seq | params | train step bertcourse (MFU) | transformers (MFU) | speed-up "
         "| eval fwd bertcourse | transformers | speed-up | train peak RSS (growth) bertcourse "
         "| transformers |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -327,7 +339,8 @@ def fmt_table(rows: list[dict], mem: dict) -> str:
 
         lines.append(
             f"| {r['size']} | {r['batch']} x {r['seq']} | {r['params'] / 1e6:.1f}M "
-            f"| {r['train_bertcourse_s'] * 1e3:.0f} ms | {r['train_transformers_s'] * 1e3:.0f} ms "
+            f"| {r['train_bertcourse_s'] * 1e3:.0f} ms ({r['train_bertcourse_mfu']:.0%}) "
+            f"| {r['train_transformers_s'] * 1e3:.0f} ms ({r['train_transformers_mfu']:.0%}) "
             f"| **{r['train_speedup']:.2f}x** "
             f"| {r['eval_bertcourse_s'] * 1e3:.0f} ms | {r['eval_transformers_s'] * 1e3:.0f} ms "
             f"| {r['eval_speedup']:.2f}x | {mib('bertcourse')} | {mib('transformers')} |"
@@ -344,6 +357,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--adamw", choices=list(ADAMW), default="fused", help="torch AdamW variant")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
+    p.add_argument("--peak-sizes", type=int, nargs="+", default=[512, 1024, 2048],
+                   help="square matmul sizes for the fp32 peak")  # fmt: skip
+    p.add_argument("--peak-repeats", type=int, default=5, help="best of N for the peak")
     p.add_argument("--gpu", action="store_true", help="GPU section (default: when CUDA exists)")
     p.add_argument("--gpu-batch", type=int, default=64)
     p.add_argument("--json", default=None, help="also write all figures to this JSON file")
@@ -359,16 +375,26 @@ def main(argv: list[str] | None = None) -> None:
         f"torch {torch.__version__}, {args.threads} threads, CPU fp32; "
         f"medians of {args.repeats} interleaved repeats; torch.optim.AdamW ({args.adamw})"
     )
+    peak = matmul_peak(sizes=tuple(args.peak_sizes), repeats=args.peak_repeats)
+    print(
+        f"fp32 matmul peak on {peak.threads} threads: {peak.flops_per_s / 1e9:.1f} GFLOP/s "
+        f"(best of {args.peak_repeats}, at {peak.size}x{peak.size}; "
+        + ", ".join(f"{n}: {r / 1e9:.1f}" for n, r in peak.rates.items())
+        + ")",
+        flush=True,
+    )
     rows, mem = [], {}
     for size in args.sizes:
         batch = args.batch or DEFAULT_BATCH[size]
-        r = bench_cpu(size, batch, args.seq, args.repeats, args.adamw)
+        r = bench_cpu(size, batch, args.seq, args.repeats, args.adamw, peak.flops_per_s)
         rows.append(r)
         print(
-            f"{size:5s} train: bertcourse {r['train_bertcourse_s'] * 1e3:7.1f} ms, "
-            f"transformers {r['train_transformers_s'] * 1e3:7.1f} ms -> {r['train_speedup']:.2f}x | "
-            f"eval: {r['eval_bertcourse_s'] * 1e3:6.1f} ms vs "
-            f"{r['eval_transformers_s'] * 1e3:6.1f} ms -> {r['eval_speedup']:.2f}x",
+            f"{size:5s} train: bertcourse {r['train_bertcourse_s'] * 1e3:7.1f} ms "
+            f"(MFU {r['train_bertcourse_mfu']:.0%}), transformers "
+            f"{r['train_transformers_s'] * 1e3:7.1f} ms (MFU {r['train_transformers_mfu']:.0%})"
+            f" -> {r['train_speedup']:.2f}x | eval: {r['eval_bertcourse_s'] * 1e3:6.1f} ms "
+            f"(MFU {r['eval_bertcourse_mfu']:.0%}) vs {r['eval_transformers_s'] * 1e3:6.1f} ms "
+            f"(MFU {r['eval_transformers_mfu']:.0%}) -> {r['eval_speedup']:.2f}x",
             flush=True,
         )
         if not args.no_memory:
@@ -384,7 +410,7 @@ def main(argv: list[str] | None = None) -> None:
             )
     print()
     print(fmt_table(rows, mem))
-    result = {"cpu": rows, "memory": mem}
+    result = {"cpu": rows, "memory": mem, "matmul_peak": peak.__dict__}
     if args.gpu or torch.cuda.is_available():
         if torch.cuda.is_available():
             g = bench_gpu(args.gpu_batch, args.seq, steps=10)
