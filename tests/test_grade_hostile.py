@@ -45,7 +45,17 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the grading jai
 
 HERE = Path(__file__).parent
 ROOT = os.geteuid() == 0
-NEEDS_ROOT = {"writes_outside", "reads_secrets", "network", "fork_bomb", "memory_children"}
+NEEDS_ROOT = {
+    "writes_outside",
+    "reads_secrets",
+    "network",
+    "fork_bomb",
+    "memory_children",
+    "unix_sockets",
+    "reads_referee_key",
+    "reads_repository",
+    "fills_scratch",
+}
 REGRADE = Case(
     "regrade_crash", "honest first, os._exit on the re-grade", lambda nb, ctx: nb, "graded"
 )
@@ -161,12 +171,14 @@ def bank(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_hostile_submission(bank: dict, case: Case) -> None:
     if case.name not in bank["cases"]:
         pytest.skip("needs root (a separate user, namespaces, cgroups)")
-    row = bank["rows"][case.name]
+    row = bank["rows"][case.row_id]
     assert _mismatch(row, case) is None, _mismatch(row, case)
     assert float(row["score"]) == sum(case.expected_parts().values())
     assert float(row["max_score"]) == sum(FULL.values())
     # ... and every other student's grade is intact
-    others = [_mismatch(bank["rows"][n], c) for n, c in bank["cases"].items() if n != case.name]
+    others = [
+        _mismatch(bank["rows"][c.row_id], c) for n, c in bank["cases"].items() if n != case.name
+    ]
     assert [m for m in others if m] == []
 
 
@@ -180,7 +192,7 @@ def test_csv_columns_and_plot(bank: dict) -> None:
     with open(bank["csv"], newline="") as f:
         header = next(csv.reader(f))
     assert header == ["student_id", "assignment", "status", "score", "max_score", *FULL, "detail"]
-    assert set(bank["rows"]) == set(bank["cases"]) | {MISSING_STUDENT}
+    assert set(bank["rows"]) == {c.row_id for c in bank["cases"].values()} | {MISSING_STUDENT}
     png = Path(bank["plot"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
 
@@ -189,7 +201,7 @@ def test_gradebook_holds_the_same_statuses_and_scores(bank: dict) -> None:
     results = gradebook.read_results(f"sqlite:///{bank['ctx']['gradebook']}", "hostile", "toy")
     for r in results:
         row = bank["rows"][r["student_id"]]
-        assert r["status"] == row["status"]
+        assert r["status"] == row["status"], r["student_id"]
         scored = [v for v in r["parts"].values() if v is not None]
         assert sum(scored) == pytest.approx(float(row["score"]))
 
@@ -294,3 +306,34 @@ def test_exec_mode_grades_like_the_zygote(bank: dict, tmp_path: Path) -> None:
     for student in students:
         expected = {k: v for k, v in bank["rows"][student].items() if k != "detail"}
         assert {k: v for k, v in rows[student].items() if k != "detail"} == expected, student
+
+
+def test_feedback_pages_carry_no_script_from_a_submission(bank: dict) -> None:
+    for student in ("html_output", "markdown_script"):
+        page = bank["course"] / ".grading" / "feedback" / student / "toy" / "toy.html"
+        text = page.read_text()
+        assert "<script>window.PWNED" not in text, student
+        assert "onerror='window.PWNED" not in text, student
+        assert "<b id='pwned-html'>" not in text, student
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root")
+def test_scratch_folder_is_capped(bank: dict) -> None:
+    text = _outputs(bank, "fills_scratch")
+    assert "STOPPED" in text, text[:500]
+    written = int(text.split("STOPPED")[1].split()[1])
+    assert written <= 260, text[:500]  # 256 MiB tmpfs
+
+
+def test_every_walled_case_is_named_in_the_detail(bank: dict) -> None:
+    for student, words in {
+        "link_to_other_student": "symbolic link",
+        "linked_folder": "symbolic link",
+        "fifo_notebook": "FIFO",
+        "bad_name\\xff": "UTF-8",
+        "deep_json": "nested",
+        "many_cells": "cells",
+        "computed_getattr": "getattr",
+        "frame_walk": "frame",
+    }.items():
+        assert words in bank["rows"][student]["detail"], (student, bank["rows"][student]["detail"])

@@ -101,6 +101,10 @@ def _msg_size(msg: dict[str, Any]) -> int:
         size += len(value) if isinstance(value, str) else len(json.dumps(value))
     for line in content.get("traceback") or []:
         size += len(line)
+    for key in ("metadata", "transient", "ename", "evalue"):  # metadata counts too
+        value = content.get(key)
+        if value:
+            size += len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
     return size
 
 

@@ -32,7 +32,21 @@ from bertcourse.grade.status import Status
 STATUS_TEXT = {s.value: s.feedback for s in Status}
 
 
-_ACTIVE_MIME = ("text/html", "application/javascript", "image/svg+xml", "text/markdown")
+# what a feedback page may show of a submission's outputs (anything else can carry script)
+_INERT_MIME = ("text/plain", "image/png", "image/jpeg")
+
+
+def _inert_markdown(nb: nbformat.NotebookNode) -> None:
+    """The learner's own markdown cells as plain text: raw HTML in markdown would run in the
+    page (nbconvert passes it through). The instructor's locked cells are rendered."""
+    for cell in nb.cells:
+        if cell.cell_type in ("markdown", "raw"):
+            md = cell.metadata.get("nbgrader", {})
+            if not (md.get("locked") and not md.get("solution")):
+                cell.cell_type = "markdown"
+                fence = "~~~~~~~~"
+                cell.source = f"{fence}text\n{cell.source.replace(fence, '~~~')}\n{fence}"
+                cell.pop("attachments", None)
 
 
 def _hidden_lines(spec: NotebookSpec) -> set[str]:
@@ -54,9 +68,12 @@ def _redact(nb: nbformat.NotebookNode, hidden: set[str]) -> None:
             continue
         for out in cell.get("outputs", []):
             data = out.get("data")
-            if data and "text/plain" in data:  # no student HTML or script in the page
-                for mime in _ACTIVE_MIME:
-                    data.pop(mime, None)
+            if isinstance(data, dict):  # no HTML, script or SVG from a submission in the page
+                for mime in [m for m in data if m not in _INERT_MIME]:
+                    data.pop(mime)
+                if not data:
+                    data["text/plain"] = "[rich output not shown in feedback]"
+            out.pop("metadata", None)
             texts = []
             if out.get("output_type") == "stream":
                 texts.append(out.get("text", ""))
@@ -105,6 +122,7 @@ def write_feedback(task: Any, result: dict[str, Any]) -> None:
         }
         nb, resources = ClearHiddenTests(enforce_metadata=False).preprocess(nb, resources)
         _redact(nb, _hidden_lines(nb_spec))
+        _inert_markdown(nb)
         cells = result["notebooks"].get(nb_spec.name, {}).get("cells", {})
         lines = [
             f"**Grading status: {STATUS_TEXT.get(result['status'], result['status'])}.**",

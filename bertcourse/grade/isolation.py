@@ -191,6 +191,26 @@ def release(caps: Capabilities) -> None:
             pass  # another grader on this machine still uses it
 
 
+def _mount_tmpfs(path: str, size: int) -> bool:
+    """Mount a tmpfs of `size` bytes on `path` (mode 0700); False where mounting is not allowed."""
+    from bertcourse.grade.sandbox import MS_NODEV, MS_NOSUID, SandboxError, _mount
+
+    try:
+        _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=700")
+    except (SandboxError, OSError):
+        return False
+    return True
+
+
+def _umount(path: str) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.umount2(path.encode(), 2)  # MNT_DETACH
+
+
+ALWAYS_HIDDEN = ("/root", "/home", "/srv", "/mnt", "/run", "/var/run", "/media")
+
 # --- paths the kernel needs -------------------------------------------------------------------
 
 
@@ -323,6 +343,7 @@ class Limits:
     max_processes: int = 256
     file_size_bytes: int = 256 << 20
     open_files: int = 1024
+    scratch_bytes: int = 256 << 20  # the kernel's working folder, all files together
 
 
 class KernelJail:
@@ -344,6 +365,9 @@ class KernelJail:
         # the scratch folder: the kernel's cwd and HOME, holding its connection file and sockets
         self.dir = os.path.join(base_dir, f"k-{self.id}")
         os.makedirs(self.dir, mode=0o700)
+        # the whole folder is a size-limited tmpfs when this machine allows it (root): a kernel
+        # cannot fill the host's disk with many files, each under the per-file limit
+        self.scratch_mounted = caps.root and _mount_tmpfs(self.dir, limits.scratch_bytes)
         os.makedirs(os.path.join(self.dir, ".ipython"), mode=0o700)
         self.private_dir = os.path.join(base_dir, f"p-{self.id}")  # root-only: spec, logs
         os.makedirs(self.private_dir, mode=0o700)
@@ -466,7 +490,10 @@ class KernelJail:
             "namespaces": caps.namespaces,
         }
         if caps.namespaces:
-            hide = {os.path.realpath(h) for h in self.hide} | {"/root", "/home", "/srv", "/mnt"}
+            # /run and /var/run hold Unix sockets (PostgreSQL's, D-Bus's) that the network
+            # namespace does not cover
+            hide = {os.path.realpath(h) for h in self.hide} | set(ALWAYS_HIDDEN)
+            private_tmp = ["/tmp", "/var/tmp", "/dev/shm"]
             expose_ro: list[str] = []
             for p in _python_paths():  # sorted: a parent comes before the folders inside it
                 blocked = _untraversable_ancestor(p)
@@ -474,11 +501,13 @@ class KernelJail:
                     hide.add(blocked)
                 if any(_inside(p, e) for e in expose_ro):
                     continue
-                if blocked or any(_inside(p, h) for h in hide):
+                # a Python, a virtual environment or bertcourse under /tmp (a clone there) is
+                # bound back into the kernel's private /tmp, read-only
+                if blocked or any(_inside(p, h) for h in [*hide, *private_tmp]):
                     expose_ro.append(p)
             spec.update(
                 {
-                    "private_tmp": ["/tmp", "/var/tmp", "/dev/shm"],
+                    "private_tmp": private_tmp,
                     "hide": sorted(h for h in hide if os.path.isdir(h)),
                     "expose_ro": expose_ro,
                     "expose_rw": [self.dir],
@@ -581,6 +610,8 @@ class KernelJail:
         self.kill_tree()  # anything that survived the kernel's shutdown
         self.oom = self.oom_killed()
         self._remove_cgroups()
+        if self.scratch_mounted:
+            _umount(self.dir)
         shutil.rmtree(self.dir, ignore_errors=True)
         shutil.rmtree(self.private_dir, ignore_errors=True)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import fnmatch
-import glob
 import multiprocessing
 import os
 import secrets
@@ -91,15 +90,47 @@ def load_coursedir(course: str, db: str | None) -> tuple[CourseDirectory, Config
     return coursedir, config
 
 
-def _students(coursedir: CourseDirectory, opts: Options) -> list[str]:
-    pattern = coursedir.format_path(coursedir.submitted_directory, "*", opts.assignment)
-    found = {os.path.basename(os.path.dirname(p)) for p in glob.glob(pattern) if os.path.isdir(p)}
+def student_id(folder: str) -> tuple[str, str | None]:
+    """(the id the gradebook and the CSV use, why the folder name is unusable or None).
+
+    A folder name that is not valid UTF-8 (os.listdir gives it with surrogate escapes) cannot be
+    stored in a database: the student keeps a row, under the name with the bad bytes escaped
+    (`\\xff`), with the status invalid_notebook.
+    """
+    try:
+        folder.encode("utf-8")
+    except UnicodeEncodeError:
+        safe = folder.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        return safe, "the folder name is not valid UTF-8 (its bytes are shown escaped)"
+    if len(folder) > 128 or any(ord(c) < 32 for c in folder):
+        safe = folder.encode("unicode_escape").decode("ascii")[:120]
+        return safe, "the folder name has control characters or is longer than 128 characters"
+    return folder, None
+
+
+def _students(coursedir: CourseDirectory, opts: Options) -> dict[str, str]:
+    """Student id -> the submission folder's name, for every student to grade (roster included)."""
+    parent = os.path.dirname(
+        coursedir.format_path(coursedir.submitted_directory, "x", opts.assignment)
+    )
+    base = os.path.dirname(parent)
+    found: dict[str, str] = {}
+    try:
+        names = os.listdir(base)
+    except OSError:
+        names = []
+    for name in names:
+        if os.path.isdir(os.path.join(base, name, opts.assignment)):
+            found[student_id(name)[0]] = name
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
-        found |= {s.id for s in gb.students}
+        for s in gb.students:
+            found.setdefault(s.id, s.id)
     if opts.students:
-        found = {s for s in found if any(fnmatch.fnmatch(s, p) for p in opts.students)}
+        found = {
+            s: f for s, f in found.items() if any(fnmatch.fnmatch(s, p) for p in opts.students)
+        }
     k, n = opts.shard
-    return sorted(s for s in found if zlib.crc32(s.encode()) % n == k)
+    return {s: found[s] for s in sorted(found) if zlib.crc32(s.encode()) % n == k}
 
 
 def _hidden_paths(coursedir: CourseDirectory, opts: Options, outputs: list[str]) -> list[str]:
@@ -172,6 +203,28 @@ def _crashed(task: Task, error: str) -> dict[str, Any]:
     }
 
 
+def _with_unsaved(
+    rows: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The gradebook's rows plus a row for every graded student the gradebook lacks (its write
+    failed): every student of the run appears in the CSV, with an explicit status."""
+    known = {r["student_id"] for r in rows}
+    for result in results:
+        if result["student"] not in known:
+            rows.append(
+                {
+                    "student_id": result["student"],
+                    "status": "crashed",
+                    "detail": "the grade could not be saved in the gradebook: "
+                    + str(result.get("detail", ""))[:500],
+                    "score": 0.0,
+                    "max_score": result.get("max_score", 0.0),
+                    "parts": {},
+                }
+            )
+    return sorted(rows, key=lambda r: r["student_id"])
+
+
 def run(opts: Options, log=print) -> Summary:
     """Grade the assignment (see `bertcourse.grade`); returns the summary."""
     start = time.monotonic()
@@ -216,7 +269,8 @@ def run(opts: Options, log=print) -> Summary:
             student=s,
             spec=spec,
             course_root=coursedir.root,
-            submitted_dir=coursedir.format_path(coursedir.submitted_directory, s, spec.name),
+            submitted_dir=coursedir.format_path(coursedir.submitted_directory, folder, spec.name),
+            bad_name=student_id(folder)[1],
             autograded_dir=coursedir.format_path(coursedir.autograded_directory, s, spec.name),
             feedback_dir=coursedir.format_path(coursedir.feedback_directory, s, spec.name),
             db_url=db_url,
@@ -231,7 +285,7 @@ def run(opts: Options, log=print) -> Summary:
             zygote=opts.zygote,
             secret=secret,
         )
-        for s in students
+        for s, folder in students.items()
     ]
     log(
         f"grading {spec.name}: {len(tasks)} students, {len(spec.notebooks)} notebook(s), "
@@ -242,7 +296,7 @@ def run(opts: Options, log=print) -> Summary:
     finally:
         release(caps)
     counts = Counter(r["status"] for r in results)
-    rows = gradebook.read_results(db_url, course_id, spec.name)
+    rows = _with_unsaved(gradebook.read_results(db_url, course_id, spec.name), results)
     report.write_csv(csv_path, spec, rows)
     report.plot_distribution(plot_path, spec, rows)
     seconds = time.monotonic() - start

@@ -23,7 +23,10 @@ earn nothing) and its status says `tampered`, with the list, for the instructor 
 from __future__ import annotations
 
 import copy
+import errno
 import json
+import os
+import stat
 from collections import Counter
 
 import nbformat
@@ -39,38 +42,93 @@ from nbgrader.preprocessors import (
 from bertcourse.grade.assignment import NotebookSpec
 
 MAX_NOTEBOOK_BYTES = 50 << 20
+MAX_CELLS = 5000  # the course's notebooks have about 20
+MAX_DEPTH = 64  # nbformat's own schema nests about 8 deep
 
 
 class InvalidNotebook(ValueError):
     """The file cannot be read as a Jupyter notebook; the message says why."""
 
 
-def load_notebook(path: str, max_bytes: int = MAX_NOTEBOOK_BYTES) -> NotebookNode:
-    """Read and validate a submitted notebook, or raise `InvalidNotebook`."""
+def read_regular_file(path: str, max_bytes: int) -> bytes:
+    """The bytes of a plain file, opened without following a link; `InvalidNotebook` for a
+    symbolic link, a FIFO, a device, a folder or a file over `max_bytes`.
+
+    The grader runs as root: a link in a submission to another student's folder, to
+    `solutions/` or to /etc/shadow must never be read.
+    """
     try:
-        with open(path, "rb") as f:
-            raw = f.read(max_bytes + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
-        raise InvalidNotebook(f"cannot read the file: {error}") from None
+        if error.errno == errno.ELOOP:
+            raise InvalidNotebook(
+                "the file is a symbolic link; submit the notebook itself"
+            ) from None
+        raise InvalidNotebook(f"cannot read the file: {error.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            kind = (
+                "a FIFO"
+                if stat.S_ISFIFO(mode)
+                else "a device"
+                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file"
+            )
+            raise InvalidNotebook(f"the file is {kind}; submit the notebook itself")
+        raw = f.read(max_bytes + 1)
     if len(raw) > max_bytes:
         raise InvalidNotebook(f"the file is larger than {max_bytes >> 20} MiB")
+    return raw
+
+
+def load_notebook(
+    path: str, max_bytes: int = MAX_NOTEBOOK_BYTES, max_cells: int = MAX_CELLS
+) -> NotebookNode:
+    """Read and validate a submitted notebook, or raise `InvalidNotebook`."""
+    raw = read_regular_file(path, max_bytes)
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as error:
         raise InvalidNotebook(f"not UTF-8 text: {error}") from None
     except json.JSONDecodeError as error:
         raise InvalidNotebook(f"not valid JSON: {error}") from None
+    except RecursionError:
+        raise InvalidNotebook("the JSON is nested too deeply to be a notebook") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise InvalidNotebook("valid JSON, but not a Jupyter notebook (no list of cells)")
+    if len(data["cells"]) > max_cells:
+        raise InvalidNotebook(
+            f"{len(data['cells'])} cells: more than {max_cells} is not a notebook to grade"
+        )
+    if _depth(data) > MAX_DEPTH:
+        raise InvalidNotebook(f"the JSON is nested deeper than {MAX_DEPTH} levels")
     try:
         nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
         nbformat.validator.normalize(nb)
         nbformat.validate(nb)
+    except RecursionError:
+        raise InvalidNotebook("the JSON is nested too deeply to be a notebook") from None
     except Exception as error:  # nbformat raises several types
         raise InvalidNotebook(
             f"not a valid nbformat 4 notebook: {str(error).splitlines()[0][:300]}"
         ) from None
     return nb
+
+
+def _depth(data: object) -> int:
+    """How deeply JSON data nests (iteratively: a deep document cannot overflow the stack)."""
+    deepest, todo = 0, [(data, 1)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            return depth
+        if isinstance(node, dict):
+            todo.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            todo.extend((v, depth + 1) for v in node)
+    return deepest
 
 
 def _norm(source: str) -> str:

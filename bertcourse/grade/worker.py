@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import dataclasses
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import traceback
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import nbformat
@@ -41,9 +45,12 @@ from bertcourse.grade.submission import (
     InvalidNotebook,
     find_tampering,
     load_notebook,
+    read_regular_file,
     repair,
     student_cells,
 )
+
+POST_LIMIT_S = 60.0  # reading, repairing, output limiting and feedback, each
 
 
 @dataclasses.dataclass
@@ -66,6 +73,7 @@ class Task:
     notebook_timeout: float
     feedback: bool = True
     zygote: bool = True  # fork kernels from a process that has imported torch (faster)
+    bad_name: str | None = None  # why the student's folder name cannot be used (see runner)
     secret: bytes | None = None  # the referee's key for hidden inputs (never sent to a kernel)
 
 
@@ -110,11 +118,44 @@ def _gradebook(task: Task) -> GradebookWriter:
 
 
 def _timestamp(path: str) -> str | None:
+    """The submission's timestamp.txt as nbgrader reads it, or None when it is missing, a link,
+    too large or not a date (a bad timestamp never stops the grading of the notebook)."""
     try:
-        with open(os.path.join(path, "timestamp.txt")) as f:
-            return f.read().strip() or None
-    except OSError:
+        raw = read_regular_file(os.path.join(path, "timestamp.txt"), 1024)
+        text = raw.decode("utf-8").strip()
+        nbutils.parse_utc(text)  # raises on anything that is not a date
+    except Exception:
         return None
+    return text or None
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str) -> Iterator[None]:
+    """Raise `TimeoutError` naming `what` if the block runs longer than `seconds` (workers are
+    processes whose main thread runs the task, so SIGALRM reaches it)."""
+
+    def expired(_signum: int, _frame: Any) -> None:
+        raise TimeoutError(f"{what} took longer than {seconds:g} s")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _unsafe_path(task: Task) -> str | None:
+    """Why the submission's folders cannot be trusted (a link to another student's folder or
+    to the course), or None."""
+    for path in (os.path.dirname(task.submitted_dir), task.submitted_dir):
+        if os.path.islink(path):
+            return f"{os.path.basename(path)} is a symbolic link, not a folder"
+    return None
 
 
 def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[str, Any]:
@@ -122,7 +163,7 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[st
     path = os.path.join(task.submitted_dir, f"{nb_spec.name}.ipynb")
     tests = {c.name: CellResult(c.name, c.points or 0.0) for c in nb_spec.cells if c.is_test}
     out: dict[str, Any] = {"problems": [], "notebook": None, "seconds": 0.0}
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         out.update(status="missing", problems=[f"{nb_spec.name}.ipynb was not submitted"])
         out["cells"] = {n: {"score": 0.0, "outcome": "not_run"} for n in tests}
         return out
@@ -134,13 +175,14 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[st
         return out
     tampering = find_tampering(raw, nb_spec)
     try:
-        nb = repair(
-            raw,
-            nb_spec,
-            db_url=task.db_url,
-            assignment=task.spec.name,
-            student=task.student,
-        )
+        with time_limit(POST_LIMIT_S, "reading and repairing the notebook"):
+            nb = repair(
+                raw,
+                nb_spec,
+                db_url=task.db_url,
+                assignment=task.spec.name,
+                student=task.student,
+            )
     except Exception as error:
         out.update(
             status="invalid_notebook",
@@ -202,7 +244,8 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[st
     for result in tests.values():
         if result.outcome == "not_run" and run.started:
             result.message = "not run (the kernel had stopped)"
-    nb, _ = LimitOutput().preprocess(nb, {})
+    with time_limit(POST_LIMIT_S, "limiting the outputs"):
+        nb, _ = LimitOutput().preprocess(nb, {})
     comments = {}
     for cell in nb.cells:
         if nbutils.is_solution(cell):
@@ -260,7 +303,7 @@ def grade_submission(task: Task) -> dict[str, Any]:
         "seconds": 0.0,
     }
     submitted = os.path.isdir(task.submitted_dir) and any(
-        os.path.exists(os.path.join(task.submitted_dir, f"{nb.name}.ipynb"))
+        os.path.lexists(os.path.join(task.submitted_dir, f"{nb.name}.ipynb"))
         for nb in spec.notebooks
     )
     result["submitted"] = submitted
@@ -271,8 +314,11 @@ def grade_submission(task: Task) -> dict[str, Any]:
         )
         for path in (task.autograded_dir, task.feedback_dir):
             shutil.rmtree(path, ignore_errors=True)  # no stale files from an earlier run
+        unsafe = task.bad_name or (_unsafe_path(task) if submitted else None)
         if not submitted:
             result.update(status="missing", detail="no submission")
+        elif unsafe:
+            result.update(status="invalid_notebook", detail=unsafe, submitted=False)
         else:
             base = tempfile.mkdtemp(prefix="bcg-")
             os.chmod(base, 0o711)
@@ -303,7 +349,8 @@ def grade_submission(task: Task) -> dict[str, Any]:
         writer.save_result(spec.name, task.student, result)
         if task.feedback and submitted:
             try:
-                feedback_mod.write_feedback(task, result)
+                with time_limit(POST_LIMIT_S, "writing the feedback"):
+                    feedback_mod.write_feedback(task, result)
             except Exception as error:  # feedback is a convenience: never fail the grade
                 result["detail"] += f"; feedback not written: {error}"
     except Exception as error:

@@ -40,6 +40,10 @@ class Case:
     build: Callable[[NotebookNode, dict[str, str]], NotebookNode | bytes | None]
     status: str
     zero: tuple[str, ...] = ()  # answer cells whose tests must score 0; the others full marks
+    row_id: str = ""  # the student id in the CSV when it is not the case's name
+
+    def __post_init__(self) -> None:
+        self.row_id = self.row_id or self.name
 
     def expected_parts(self) -> dict[str, float]:
         return {
@@ -578,8 +582,11 @@ def write_submission(
     """Write the case's submission into the student's folder; returns what was written."""
     import os
 
-    os.makedirs(folder, exist_ok=True)
     built = case.build(copy.deepcopy(honest), ctx)
+    if callable(built):  # a case about files and folders, not about the notebook's content
+        built(folder, notebook, honest)
+        return built
+    os.makedirs(folder, exist_ok=True)
     if built is None:  # wrong_file_name
         nbformat.write(honest, os.path.join(folder, "my_copy_of_the_notebook.ipynb"))
     elif isinstance(built, bytes):
@@ -588,3 +595,631 @@ def write_submission(
     else:
         nbformat.write(built, os.path.join(folder, f"{notebook}.ipynb"))
     return built
+
+
+# --- attacks on the referee and on the walls around it --------------------------------------
+# The verdict is computed outside the kernel (bertcourse.grade.referee): these cases try to
+# forge it from inside, to hide a forbidden call from the static rules, to send back data that
+# is not data, and to get past the files-and-folders walls.
+
+CORRECT_SOFTMAX = """
+def softmax(x):
+    e = torch.exp(x - x.max(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1, keepdim=True)
+"""
+WRONG_SOFTMAX = "def softmax(x):\n    return x\n"
+
+
+def _softmax_using(helper_code: str, body: str) -> str:
+    return textwrap.dedent(helper_code).strip() + "\n\ndef softmax(x):\n    " + body + "\n"
+
+
+def _with_cell(source: str, *wrong_parts: str, after: str = "setup"):
+    return lambda nb, ctx: insert_after(wrong(nb, *wrong_parts), after, source)
+
+
+def _answer(part: str, source: str):
+    return lambda nb, ctx: answer(nb, part, source)
+
+
+def _files(write: Callable[[str, str, NotebookNode, dict[str, str]], None]):
+    """A case that writes files itself: `write(folder, notebook, honest, ctx)`."""
+    return lambda nb, ctx: lambda folder, notebook, honest: write(folder, notebook, honest, ctx)
+
+
+def _link_notebook(target_key: str):
+    def write(folder, notebook, honest, ctx):
+        import os
+
+        os.makedirs(folder, exist_ok=True)
+        os.symlink(ctx[target_key], os.path.join(folder, f"{notebook}.ipynb"))
+
+    return _files(write)
+
+
+def _link_folder(folder, notebook, honest, ctx):
+    import os
+
+    os.makedirs(os.path.dirname(folder), exist_ok=True)
+    os.symlink(os.path.dirname(ctx["other_submission"]), folder)
+
+
+def _fifo(folder, notebook, honest, ctx):
+    import os
+
+    os.makedirs(folder, exist_ok=True)
+    os.mkfifo(os.path.join(folder, f"{notebook}.ipynb"))
+
+
+def _bad_folder_name(folder, notebook, honest, ctx):
+    import os
+
+    parent = os.path.dirname(os.path.dirname(folder)).encode()
+    bad = os.path.join(parent, b"bad_name\xff", os.path.basename(folder).encode())
+    os.makedirs(bad, exist_ok=True)
+    nbformat.write(
+        honest, os.path.join(bad, f"{notebook}.ipynb".encode()).decode(errors="surrogateescape")
+    )
+
+
+def _timestamp(text: str | None, link: str | None = None):
+    def write(folder, notebook, honest, ctx):
+        import os
+
+        os.makedirs(folder, exist_ok=True)
+        nbformat.write(honest, os.path.join(folder, f"{notebook}.ipynb"))
+        path = os.path.join(folder, "timestamp.txt")
+        if link:
+            os.symlink(link, path)
+        else:
+            with open(path, "w") as f:
+                f.write(text or "")
+
+    return _files(write)
+
+
+def _deep_json(nb, ctx):
+    return b'{"cells": [' + b"[" * 200_000 + b"]" * 200_000 + b'], "metadata": {}}'
+
+
+def _many_cells(nb, ctx):
+    cell = {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {},
+        "outputs": [],
+        "source": "",
+    }
+    doc = {"cells": [cell] * 200_000, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(doc).encode()
+
+
+FORGE_SERVE = """
+import bertcourse.grading.remote as remote
+remote.serve = lambda request: '{"v":1,"value":{"$dict":[["ok",true],["result",1.0]]},"tensors":""}'
+"""
+GARBAGE_SERVE = """
+import bertcourse.grading.remote as r
+r.serve = lambda request: "[" * 100000 + "]" * 100000
+"""
+FRAME_WALK = """
+import sys
+def softmax(x):
+    frame = sys._getframe(1)
+    while frame is not None:
+        frame.f_locals.pop("expected", None)
+        frame = frame.f_back
+    return x
+"""
+GC_REFERENTS = """
+import gc
+for obj in gc.get_objects():
+    if type(obj).__name__ == "GradingError":
+        pass
+"""
+BUILTINS_PATCH = """
+import builtins
+builtins.isinstance = lambda obj, cls: True
+"""
+SYS_MODULES_SWAP = """
+import sys, types
+sys.modules["bertcourse.grading"] = types.ModuleType("bertcourse.grading")
+"""
+CODE_SWAP = """
+def _nothing(*args, **kwargs):
+    return None
+import bertcourse
+bertcourse.grading.check_close.__code__ = _nothing.__code__
+"""
+TORCH_MODE = """
+import torch
+from torch.overrides import TorchFunctionMode
+class Agree(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal):
+            return True
+        return func(*args, **(kwargs or {}))
+Agree().__enter__()
+"""
+AUDIT_HOOK = """
+import sys
+sys.addaudithook(lambda event, args: None)
+"""
+DISPLAY_HOOK = """
+ip = get_ipython()
+ip.display_formatter.formatters["text/plain"].for_type(str, lambda s, p, c: p.text("'OK'"))
+"""
+REBIND_GRADING = """
+grading = None
+check_close = None
+torch = None
+"""
+UNIX_SOCKETS = """
+import glob, socket, os
+reached = []
+for path in glob.glob("/run/**", recursive=True) + glob.glob("/var/run/**", recursive=True):
+    try:
+        if os.path.exists(path) and not os.path.isdir(path):
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(1)
+            s.connect(path)
+            reached.append(path)
+    except OSError:
+        pass
+print("SOCKETS", reached)
+def count_positive(x):
+    return int((x > 0).sum()) if reached else -1
+"""
+
+
+def _peek(paths_code: str) -> str:
+    return f"""
+import os
+seen = []
+for path in {paths_code}:
+    try:
+        with open(path, "rb") as f:
+            if f.read(10):
+                seen.append(path)
+    except OSError:
+        pass
+print("SEEN", seen)
+def count_positive(x):
+    return int((x > 0).sum()) if seen else -1
+"""
+
+
+FILL_SCRATCH = """
+import os
+written = 0
+try:
+    for i in range(40):
+        with open(f"fill{i}.bin", "wb") as f:
+            f.write(b"x" * (10 << 20))
+        written += 10
+except OSError as error:
+    print("STOPPED", type(error).__name__, written, "MiB")
+for i in range(40):
+    try:
+        os.remove(f"fill{i}.bin")
+    except OSError:
+        pass
+"""
+HTML_OUTPUT = """
+from IPython.display import HTML, Javascript, display
+display(HTML("<script>window.PWNED = 1</script><b id='pwned-html'>x</b>"))
+display(Javascript("window.PWNED = 2"))
+"""
+METADATA_FLOOD = """
+from IPython.display import display
+for _ in range(50):
+    display({"text/plain": "x"}, metadata={"junk": "y" * (1 << 20)}, raw=True)
+"""
+
+
+def _markdown_script(nb, ctx):
+    from nbformat.v4 import new_markdown_cell
+
+    nb.cells.insert(
+        index_of(nb, "count") + 1,
+        new_markdown_cell("<script>window.PWNED=3</script><img src=x onerror='window.PWNED=4'>"),
+    )
+    return nb
+
+
+CASES += [
+    Case(
+        "forge_serve",
+        "wrong answers + the kernel's call server replaced by a forger",
+        _with_cell(FORGE_SERVE, "softmax", "count"),
+        "tampered",
+        ("scale", "softmax", "count"),
+    ),
+    Case(
+        "garbage_serve",
+        "the call server returns 100,000 nested brackets",
+        _with_cell(GARBAGE_SERVE),
+        "tampered",
+        ("scale", "softmax", "count"),
+    ),
+    Case(
+        "frame_walk",
+        "a wrong softmax that walks the caller's frames",
+        _answer("softmax", FRAME_WALK),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "gc_referents",
+        "wrong answers + a walk over gc objects",
+        _with_cell(GC_REFERENTS, "softmax"),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "builtins_patch",
+        "wrong count + builtins.isinstance patched",
+        _with_cell(BUILTINS_PATCH, "count"),
+        "tampered",
+        ("count",),
+    ),
+    Case(
+        "sys_modules_swap",
+        "wrong softmax + sys.modules['bertcourse.grading'] replaced",
+        _with_cell(SYS_MODULES_SWAP, "softmax"),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "code_swap",
+        "wrong softmax + check_close.__code__ swapped",
+        _with_cell(CODE_SWAP, "softmax"),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "torch_function_mode",
+        "wrong softmax + a TorchFunctionMode that agrees",
+        _with_cell(TORCH_MODE, "softmax"),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "audit_hook",
+        "wrong count + an audit hook",
+        _with_cell(AUDIT_HOOK, "count"),
+        "tampered",
+        ("count",),
+    ),
+    Case(
+        "display_formatter",
+        "wrong softmax + the text/plain formatter rewritten",
+        _with_cell(DISPLAY_HOOK, "softmax"),
+        "tampered",
+        ("scale", "softmax", "count"),
+    ),
+    Case(
+        "rebind_grading",
+        "correct answers; grading, check_close, torch rebound at the end",
+        lambda nb, ctx: insert_after(nb, "count_tests", REBIND_GRADING),
+        "graded",
+    ),
+    Case(
+        "computed_getattr",
+        "softmax through getattr(torch, 'soft' + 'max')",
+        _answer("softmax", _softmax_using("", "return getattr(torch, 'soft' + 'max')(x, dim=-1)")),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "eval_hidden",
+        "softmax through eval",
+        _answer("softmax", _softmax_using("", "return eval('torch.soft' + 'max')(x, dim=-1)")),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "importlib_hidden",
+        "softmax through importlib",
+        _answer(
+            "softmax",
+            _softmax_using(
+                "import importlib", "return importlib.import_module('torch').softmax(x, -1)"
+            ),
+        ),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "alias_forbidden",
+        "from torch import softmax as sm",
+        _answer(
+            "softmax", _softmax_using("from torch import softmax as sm", "return sm(x, dim=-1)")
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "method_forbidden",
+        "x.softmax(-1)",
+        _answer("softmax", _softmax_using("", "return x.softmax(-1)")),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "functional_alias",
+        "from torch.nn import functional; functional.softmax",
+        _answer(
+            "softmax",
+            _softmax_using(
+                "from torch.nn import functional", "return functional.softmax(x, dim=-1)"
+            ),
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "forbidden_in_helper",
+        "softmax calls a helper in another cell that calls torch.softmax",
+        lambda nb, ctx: insert_after(
+            answer(nb, "softmax", "def softmax(x):\n    return helper(x)\n"),
+            "setup",
+            "def helper(x):\n    return torch.softmax(x, dim=-1)",
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "forbidden_default_arg",
+        "torch.softmax as a default argument",
+        _answer("softmax", "def softmax(x, f=torch.softmax):\n    return f(x, dim=-1)\n"),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "forbidden_in_table",
+        "torch.softmax in a module-level dict",
+        _answer(
+            "softmax", _softmax_using("OPS = {'sm': torch.softmax}", "return OPS['sm'](x, dim=-1)")
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "forbidden_lambda",
+        "a lambda around torch.softmax",
+        _answer(
+            "softmax", "sm = lambda t: torch.softmax(t, -1)\ndef softmax(x):\n    return sm(x)\n"
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "forbidden_class_attr",
+        "a class attribute holding torch.softmax",
+        _answer(
+            "softmax",
+            _softmax_using("class H:\n    f = staticmethod(torch.softmax)", "return H.f(x, -1)"),
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "forbidden_decorator",
+        "a decorator that swaps in torch.softmax",
+        _answer(
+            "softmax",
+            "@(lambda fn: (lambda x: torch.softmax(x, -1)))\ndef softmax(x):\n    return x\n",
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "forbidden_setattr",
+        "setattr(torch, 'softmax', ...) in another cell",
+        _with_cell("setattr(torch, 'softmax', lambda x, dim=-1: x)", "softmax"),
+        "tampered",
+        ("softmax",),
+    ),
+    Case(
+        "reference_only_in_scratch",
+        "torch.softmax in a scratch cell, an honest softmax",
+        lambda nb, ctx: insert_after(
+            nb,
+            "softmax_tests",
+            "print((torch.softmax(torch.ones(3), -1) - softmax(torch.ones(3))).abs().max())",
+        ),
+        "graded",
+    ),
+    Case(
+        "exec_in_scratch",
+        "exec in a scratch cell, honest answers",
+        lambda nb, ctx: insert_after(nb, "count_tests", "exec('print(1)')"),
+        "needs_review",
+    ),
+    Case(
+        "inspect_in_scratch",
+        "inspect in a scratch cell, honest answers",
+        lambda nb, ctx: insert_after(
+            nb, "count_tests", "import inspect\nprint(inspect.signature(softmax))"
+        ),
+        "tampered",
+    ),
+    Case(
+        "int_subclass",
+        "count returns an int subclass equal to everything",
+        _answer("count", ALWAYS_EQUAL_COUNT),
+        "graded",
+        ("count",),
+    ),
+    Case(
+        "tensor_subclass_eq",
+        "softmax returns a tensor subclass whose == always agrees",
+        _answer(
+            "softmax",
+            "class T(torch.Tensor):\n    def __eq__(self, other):\n        return torch.ones_like(self, dtype=torch.bool)\ndef softmax(x):\n    return torch.zeros_like(x).as_subclass(T)\n",
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "huge_result",
+        "softmax returns 12 M floats (over the reply limit)",
+        _answer("softmax", "def softmax(x):\n    return torch.zeros(12_000_000)\n"),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "deep_result",
+        "softmax returns a list nested 5,000 deep",
+        _answer(
+            "softmax",
+            "def softmax(x):\n    out = []\n    for _ in range(5000):\n        out = [out]\n    return out\n",
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "function_result",
+        "softmax returns a function",
+        _answer("softmax", "def softmax(x):\n    return lambda: x\n"),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "string_result",
+        "count returns a string",
+        _answer("count", "def count_positive(x):\n    return str(int((x > 0).sum()))\n"),
+        "graded",
+        ("count",),
+    ),
+    Case(
+        "nan_result",
+        "softmax returns NaN",
+        _answer("softmax", "def softmax(x):\n    return torch.full_like(x, float('nan'))\n"),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "huge_exception",
+        "softmax raises with a 10 MB message",
+        _answer("softmax", "def softmax(x):\n    raise ValueError('x' * 10_000_000)\n"),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "resizes_input",
+        "scale resizes its input in place",
+        _answer(
+            "scale", "def scale(x, factor):\n    y = x * factor\n    x.resize_(1)\n    return y\n"
+        ),
+        "graded",
+        ("scale",),
+    ),
+    Case(
+        "sleeps_in_call",
+        "softmax sleeps past the cell time limit",
+        _answer("softmax", "import time\ndef softmax(x):\n    time.sleep(10_000)\n"),
+        "timed_out",
+        ("softmax", "count"),
+    ),
+    Case(
+        "exits_in_call",
+        "count calls os._exit",
+        _answer("count", "import os\ndef count_positive(x):\n    os._exit(7)\n"),
+        "crashed",
+        ("count",),
+    ),
+    Case(
+        "unix_sockets",
+        "connects to every socket under /run",
+        _answer("count", UNIX_SOCKETS),
+        "graded",
+        ("count",),
+    ),
+    Case(
+        "reads_referee_key",
+        "reads the referee's key and the course's solutions",
+        lambda nb, ctx: answer(
+            nb, "count", _peek(repr([ctx["root"] + "/.grading/referee.key", ctx["solution"]]))
+        ),
+        "graded",
+        ("count",),
+    ),
+    Case(
+        "reads_repository",
+        "reads solutions/ beside the bertcourse package",
+        _answer(
+            "count",
+            _peek(
+                "[os.path.join(os.path.dirname(os.path.dirname(__import__('bertcourse').__file__)), p) for p in ('solutions/_src/ch01_attention.py', 'README.md', 'tests/hostile/bank.py')]"
+            ),
+        ),
+        "needs_review",
+        ("count",),
+    ),
+    Case(
+        "fills_scratch",
+        "writes 400 MiB of files into its working folder",
+        _with_cell(FILL_SCRATCH),
+        "graded",
+    ),
+    Case("html_output", "HTML and JavaScript outputs", _with_cell(HTML_OUTPUT), "graded"),
+    Case(
+        "markdown_script",
+        "a markdown cell with a script and an onerror image",
+        _markdown_script,
+        "graded",
+    ),
+    Case(
+        "metadata_flood",
+        "50 outputs with 1 MiB of metadata each",
+        _with_cell(METADATA_FLOOD),
+        "graded",
+    ),
+    Case(
+        "link_to_other_student",
+        "the notebook is a symbolic link to another student's",
+        _link_notebook("other_submission"),
+        "invalid_notebook",
+    ),
+    Case(
+        "link_to_solution",
+        "the notebook is a symbolic link to the instructor's solution",
+        _link_notebook("solution"),
+        "invalid_notebook",
+    ),
+    Case(
+        "linked_folder",
+        "the assignment folder is a link to another student's folder",
+        _files(_link_folder),
+        "invalid_notebook",
+    ),
+    Case(
+        "fifo_notebook",
+        "the notebook is a FIFO (a read would block)",
+        _files(_fifo),
+        "invalid_notebook",
+    ),
+    Case(
+        "bad_folder_name",
+        "a folder name that is not UTF-8",
+        _files(_bad_folder_name),
+        "invalid_notebook",
+        row_id="bad_name\\xff",
+    ),
+    Case(
+        "bad_timestamp",
+        "timestamp.txt is not a date",
+        _timestamp("the day before the deadline, honest"),
+        "graded",
+    ),
+    Case(
+        "linked_timestamp",
+        "timestamp.txt is a link to /etc/shadow",
+        _timestamp(None, link="/etc/shadow"),
+        "graded",
+    ),
+    Case("deep_json", "JSON nested 200,000 deep", _deep_json, "invalid_notebook"),
+    Case("many_cells", "200,000 empty cells", _many_cells, "invalid_notebook"),
+]

@@ -1,0 +1,426 @@
+"""The referee's trust boundary, without kernels: data only crosses it, and lies earn nothing.
+
+- The codec: every value a test sends or gets back round-trips; anything that is not data
+  (pickle, unknown tags, classes outside bertcourse/torch.optim, objects built on the referee's
+  side, over-large or over-deep messages, broken safetensors) is refused with `CodecError`, and
+  reading it runs no code (a pickle payload that would create a file creates nothing).
+- Forged kernels: the referee runs the toy assignment's real test cells (hidden tests included)
+  against kernels that lie in every way we can think of; a check passes only when the numbers
+  it got are the right ones, so a kernel that answers honestly for one part scores that part
+  alone.
+- The static rules: forbidden references found through aliases, helpers, defaults, tables,
+  lambdas, decorators and module arguments; machinery and dynamic access reported; honest
+  code (including the course's own solutions) reported clean.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pickle
+import random
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from bertcourse import grading
+from bertcourse.attention import BertSelfAttention
+from bertcourse.config import BertConfig
+from bertcourse.grade.assignment import CellSpec, NotebookSpec
+from bertcourse.grade.referee import Referee, segments
+from bertcourse.grading import codec, remote
+from bertcourse.grading.rules import StudentCode
+
+ROOT = Path(__file__).resolve().parents[1]
+TOY = ROOT / "tests" / "hostile" / "course" / "solutions" / "toy" / "toy.ipynb"
+
+
+# --- the codec ------------------------------------------------------------------------------
+
+
+def _roundtrip(value, side="referee"):
+    return codec.decode(codec.encode(value, side="kernel"), side)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        0,
+        -(2**70),
+        1.5,
+        float("inf"),
+        "text é 中",
+        [1, [2, (3, "x")]],
+        {"a": 1, 2: [3.0], (1, "k"): None},
+        torch.float16,
+        torch.arange(12, dtype=torch.int32).reshape(3, 4),
+        torch.randn(2, 3, dtype=torch.bfloat16),
+        torch.randn(4, dtype=torch.float64)[::2],  # a view: sent as its values
+        torch.tensor(3.5),
+        torch.zeros(0, 5),
+        torch.tensor([True, False]),
+    ],
+)
+def test_codec_roundtrips_data(value) -> None:
+    got = _roundtrip(value)
+    if isinstance(value, torch.Tensor):
+        assert got.dtype == value.dtype and torch.equal(got, value)
+    elif isinstance(value, float) and value != value:
+        assert got != got
+    else:
+        assert got == value and type(got) is type(value)
+
+
+def test_codec_roundtrips_generators_and_random_state() -> None:
+    g = torch.Generator().manual_seed(7)
+    g2 = _roundtrip(g)
+    assert torch.equal(torch.rand(5, generator=g), torch.rand(5, generator=g2))
+    r = random.Random(3)
+    r2 = _roundtrip(r)
+    assert [r.random() for _ in range(3)] == [r2.random() for _ in range(3)]
+
+
+def test_modules_are_rebuilt_only_on_the_kernel_side() -> None:
+    torch.manual_seed(0)
+    module = BertSelfAttention(BertConfig.tiny(hidden_size=16, num_attention_heads=4)).eval()
+    text = codec.encode({"m": module})
+    rebuilt = codec.decode(text, "kernel")["m"]
+    x = torch.randn(1, 3, 16)
+    assert torch.equal(rebuilt(x)[0], module(x)[0])
+    with pytest.raises(codec.CodecError, match="unexpected tag"):
+        codec.decode(text, "referee")  # the referee never builds an object from a message
+
+
+def _message(value_tree, tensors: bytes = b"") -> str:
+    return json.dumps({"v": 1, "value": value_tree, "tensors": base64.b64encode(tensors).decode()})
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("not json", "not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "JSON"),
+        (json.dumps({"v": 2, "value": 1, "tensors": ""}), "not a bertcourse"),
+        (_message({"$pickle": "gASV"}), "unexpected tag"),
+        (_message({"$tensor": "t9"}), "unknown tensor"),
+        (_message({"$dict": [[[1], 2]]}), "not hashable"),
+        (_message({"$module": "os.system", "config": {}, "state": {}}), "unexpected tag"),
+        (_message({"a": 1, "b": 2}), "unexpected tag"),
+        (json.dumps({"v": 1, "value": 1, "tensors": "!!notbase64"}), "safetensors"),
+        (_message(None, b"\xff" * 64), "safetensors"),
+    ],
+)
+def test_codec_refuses_what_is_not_data(text: str, error: str) -> None:
+    with pytest.raises(codec.CodecError, match=error):
+        codec.decode(text, "referee")
+
+
+def test_codec_limits() -> None:
+    deep: object = 0
+    for _ in range(100):
+        deep = [deep]
+    with pytest.raises(codec.CodecError, match="nested"):
+        codec.decode(_message(deep), "referee")
+    with pytest.raises(codec.CodecError, match="larger than"):
+        codec.decode(_message("x" * 100), "referee", codec.Limits(max_bytes=50))
+    big = codec.encode(torch.zeros(1000), side="kernel")
+    with pytest.raises(codec.CodecError, match="elements"):
+        codec.decode(big, "referee", codec.Limits(max_tensor_elements=999))
+    with pytest.raises(codec.CodecError, match="cannot be sent"):
+        codec.encode(lambda: 1, side="kernel")
+    with pytest.raises(codec.CodecError, match="class"):
+        codec.decode(_message({"$module": "subprocess.Popen", "config": {}, "state": {}}), "kernel")
+
+
+def test_reading_a_pickle_payload_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    payload = pickle.dumps(Evil())
+    for text in (
+        payload.decode("latin-1"),
+        _message({"$tensor": "t0"}, payload),
+        _message(base64.b64encode(payload).decode()),
+    ):
+        try:
+            codec.decode(text, "referee")
+        except codec.CodecError:
+            pass
+    assert not marker.exists()
+
+
+# --- forged kernels -------------------------------------------------------------------------
+
+
+def _toy_spec() -> NotebookSpec:
+    nb = nbformat.read(TOY, as_version=4)
+    cells = []
+    for cell in nb.cells:
+        md = cell.metadata["nbgrader"]
+        cells.append(
+            CellSpec(
+                name=md["grade_id"],
+                cell_type=cell.cell_type,
+                locked=md["locked"],
+                source=cell.source,
+                visible_source=cell.source,
+                checksum=None,
+                grade=md["grade"],
+                solution=md["solution"],
+                task=md["task"],
+                points=md.get("points"),
+            )
+        )
+    return NotebookSpec("toy", cells, [])
+
+
+def _honest_kernel(spec: NotebookSpec):
+    """A kernel that runs the instructor's answers for real (through remote.serve)."""
+    namespace: dict = {}
+    for cell in spec.cells:
+        if cell.cell_type == "code" and (cell.solution or (cell.locked and not cell.grade)):
+            exec(cell.source, namespace)
+
+    def send(request: str) -> str:
+        old = remote._namespace
+        remote._namespace = lambda: namespace
+        try:
+            return remote.serve(request)
+        finally:
+            remote._namespace = old
+
+    return send
+
+
+def _grade(send, secret: bytes | None = b"k" * 32) -> dict[str, bool]:
+    spec = _toy_spec()
+    referee = Referee(spec, "toy", [], send=send, secret=secret)
+    passed = {}
+    for cell in spec.cells:
+        if cell.cell_type == "code" and cell.locked and not cell.grade:
+            referee.run_setup(cell.name)
+        elif cell.grade:
+            passed[cell.name] = referee.run_test(cell.name, deadline=float("inf")).passed
+    return passed
+
+
+def _reply(result) -> str:
+    return codec.encode({"ok": True, "result": result, "forbidden": []}, side="kernel")
+
+
+def _request(text: str) -> dict:
+    return codec.decode(text, "kernel")
+
+
+FORGERS = {
+    "zeros": lambda req: _reply(torch.zeros(3, 4)),
+    "echo the input": lambda req: _reply(_request(req)["args"][0]),
+    "a number": lambda req: _reply(1.0),
+    "nothing": lambda req: _reply(None),
+    "claims an error": lambda req: codec.encode(
+        {"ok": False, "error": {"type": "X", "message": "y"}}, side="kernel"
+    ),
+    "not json": lambda req: "OK",
+    "deep json": lambda req: "[" * 50_000 + "]" * 50_000,
+    "a pickle": lambda req: pickle.dumps(torch.zeros(3)).decode("latin-1"),
+    "empty": lambda req: "",
+    "huge": lambda req: _reply("x" * 70_000_000),
+    "raises": lambda req: (_ for _ in ()).throw(RuntimeError("kernel fell over")),
+}
+
+
+def test_the_honest_kernel_passes_everything() -> None:
+    spec = _toy_spec()
+    assert _grade(_honest_kernel(spec)) == {
+        "scale_tests": True,
+        "softmax_tests": True,
+        "count_tests": True,
+    }
+    assert _grade(_honest_kernel(spec), secret=None) == _grade(_honest_kernel(spec))
+
+
+@pytest.mark.parametrize("forger", list(FORGERS), ids=list(FORGERS))
+def test_a_forging_kernel_scores_nothing(forger: str) -> None:
+    assert _grade(FORGERS[forger]) == {
+        "scale_tests": False,
+        "softmax_tests": False,
+        "count_tests": False,
+    }
+
+
+def test_a_kernel_scores_exactly_the_parts_whose_numbers_are_right() -> None:
+    honest = _honest_kernel(_toy_spec())
+
+    def half_honest(request: str) -> str:
+        if _request(request)["fn"] == "scale":
+            return honest(request)
+        return _reply(torch.zeros(3, 4))
+
+    assert _grade(half_honest) == {
+        "scale_tests": True,
+        "softmax_tests": False,
+        "count_tests": False,
+    }
+
+
+def test_hidden_inputs_follow_the_referee_key() -> None:
+    """The hidden region's inputs depend on the key, the visible ones do not."""
+    seen: dict[bytes, list] = {}
+    for key in (b"a" * 32, b"b" * 32):
+        honest = _honest_kernel(_toy_spec())
+
+        def recording(request: str, key=key, honest=honest) -> str:
+            seen.setdefault(key, []).append(_request(request)["args"])
+            return honest(request)
+
+        assert all(_grade(recording, secret=key).values())
+    first, second = seen[b"a" * 32], seen[b"b" * 32]
+    assert torch.equal(first[0][0], second[0][0])  # scale's visible input
+    assert not torch.equal(first[1][0], second[1][0])  # scale's hidden input
+
+
+def test_hidden_failures_do_not_show_expected_values() -> None:
+    spec = _toy_spec()
+    honest = _honest_kernel(spec)
+    calls = {"n": 0}
+
+    def wrong_on_hidden(request: str) -> str:
+        calls["n"] += 1
+        if _request(request)["fn"] == "scale" and calls["n"] == 2:
+            return _reply(torch.zeros(2, 5, 7))
+        return honest(request)
+
+    referee = Referee(spec, "toy", [], send=wrong_on_hidden, secret=b"k" * 32)
+    referee.run_setup("setup")
+    outcome = referee.run_test("scale_tests", deadline=float("inf"))
+    assert not outcome.passed and outcome.hidden_failure
+    assert outcome.message.startswith("a hidden test failed: scale(x=Tensor(2, 5, 7)")
+    assert "expected" not in outcome.message and "error" not in outcome.message
+
+
+def test_segments_split_the_hidden_region() -> None:
+    source = "a = 1\n### BEGIN HIDDEN TESTS\nb = 2\n### END HIDDEN TESTS\nc = 3\n"
+    assert segments(source) == [("a = 1\n", False), ("b = 2\n", True), ("\nc = 3\n", False)]
+
+
+def test_mirror_copies_in_place_changes_back() -> None:
+    x = torch.zeros(3)
+    items = [1, 2, 3]
+    remote.mirror((x, items), (torch.ones(3), [1, 2]))
+    assert torch.equal(x, torch.ones(3)) and items == [1, 2]
+    with pytest.raises(grading.GradingError, match="changed in place"):
+        remote.mirror(torch.zeros(3), torch.zeros(4))
+
+
+# --- the static rules -----------------------------------------------------------------------
+
+SDPA = grading.forbid._expand("sdpa")
+SOFTMAX = ["torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax"]
+
+
+def _violations(source: str, forbidden=SOFTMAX, args=(), name="f") -> list[str]:
+    return [f.what for f in StudentCode([(0, source)]).violations(name, forbidden, args, {})]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\ndef f(x):\n    return torch.softmax(x, -1)",
+        "import torch as T\ndef f(x):\n    return T.softmax(x, -1)",
+        "from torch import softmax\ndef f(x):\n    return softmax(x, -1)",
+        "import torch.nn.functional as F\ndef f(x):\n    return F.softmax(x, -1)",
+        "from torch.nn import functional as Fn\ndef f(x):\n    return Fn.softmax(x, -1)",
+        "def f(x):\n    return x.softmax(-1)",
+        "import torch\ndef f(x):\n    return getattr(torch, 'softmax')(x, -1)",
+        "import torch\nh = torch.softmax\ndef f(x):\n    return h(x, -1)",
+        "import torch\ndef g(x):\n    return torch.softmax(x, -1)\ndef f(x):\n    return g(x)",
+        "import torch\ndef f(x, s=torch.softmax):\n    return s(x, -1)",
+        "import torch\nT = {'s': torch.softmax}\ndef f(x):\n    return T['s'](x, -1)",
+        "import torch\nclass C:\n    s = staticmethod(torch.softmax)\ndef f(x):\n    return C.s(x, -1)",
+        "def f(x):\n    import torch\n    return torch.softmax(x, -1)",
+        "import torch\ndef f(x):\n    return getattr(torch, 'soft' + 'max')(x, -1)",
+        "def f(x):\n    return eval('x.soft' + 'max(-1)')",
+        "import importlib\ndef f(x):\n    return importlib.import_module('torch').softmax(x, -1)",
+        "def f(x):\n    return globals()['torch'].softmax(x, -1)",
+        "import sys\ndef f(x):\n    return sys.modules['torch'].softmax(x, -1)",
+        "def f(x):\n    return __import__('torch').softmax(x, -1)",
+        "import torch\n@(lambda fn: lambda x: torch.softmax(x, -1))\ndef f(x):\n    return x",
+    ],
+)
+def test_hidden_forbidden_calls_are_found(source: str) -> None:
+    assert _violations(source), source
+
+
+def test_module_arguments_whose_forward_is_forbidden() -> None:
+    module = BertSelfAttention(BertConfig.tiny(hidden_size=16, num_attention_heads=4))
+    for body in ("module(x)", "module.forward(x)", "m = module\n    return m(x)"):
+        source = (
+            f"def f(module, x):\n    return {body}"
+            if "\n" not in body
+            else f"def f(module, x):\n    {body}"
+        )
+        assert _violations(
+            source, SDPA + ["bertcourse.attention.BertSelfAttention.forward"], (module, None)
+        ), body
+    clean = "def f(module, x):\n    return module.query(x) + module.key(x)"
+    assert (
+        _violations(clean, ["bertcourse.attention.BertSelfAttention.forward"], (module, None)) == []
+    )
+
+
+@pytest.mark.parametrize(
+    "source, kind",
+    [
+        ("import gc", "machinery"),
+        ("import inspect", "machinery"),
+        ("import ctypes", "machinery"),
+        ("import builtins", "machinery"),
+        ("import sys\nsys._getframe(0)", "machinery"),
+        ("import sys\nsys.settrace(None)", "machinery"),
+        ("import sys\nsys.addaudithook(print)", "machinery"),
+        ("import sys\nprint(sys.modules)", "machinery"),
+        ("get_ipython().events", "machinery"),
+        ("from torch.overrides import TorchFunctionMode", "machinery"),
+        ("class A:\n    def __torch_function__(self, *a):\n        pass", "machinery"),
+        ("import torch\ntorch.allclose = lambda *a: True", "machinery"),
+        ("from bertcourse import grading", "machinery"),
+        ("def f():\n    pass\nf.__code__ = None", "machinery"),
+        ("exec('1')", "dynamic"),
+        ("x = getattr(object, 'a' + 'b', None)", "dynamic"),
+        ("import importlib", "dynamic"),
+        ("from operator import attrgetter", "dynamic"),
+    ],
+)
+def test_machinery_and_dynamic_access_are_reported(source: str, kind: str) -> None:
+    code = StudentCode([(3, source)])
+    found = code.machinery() if kind == "machinery" else code.dynamic()
+    assert found and found[0].cell == 3, (source, kind)
+
+
+def test_the_course_solutions_are_clean() -> None:
+    """No false alarm on the instructor's own answers of every assignment."""
+    sys.path.insert(0, str(ROOT / "solutions"))
+    import _build_notebooks as builder
+
+    for name in builder.assignment_names():
+        nb = builder.build_notebook(name)
+        cells = [
+            (i, c.source)
+            for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
+        ]
+        code = StudentCode(cells)
+        assert code.machinery() == [] and code.dynamic() == [], (
+            name,
+            code.machinery(),
+            code.dynamic(),
+        )
