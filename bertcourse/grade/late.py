@@ -13,7 +13,7 @@ date-times. Every key is optional except the due dates you want enforced:
     grace_minutes = 15             # submitted up to this long after the deadline: on time
     max_percent = 50               # the deduction never exceeds this
     minimum_percent = 0            # nor takes the score below this percent of the maximum
-    zero_after = 7                 # later than 7 days (per = "day"): score 0
+    zero_after_days = 7            # more than 7 days (7 x 24 h) late: score 0
 
     [assignments.ch01_attention]
     due = 2026-02-06T23:59:00              # TOML local date-time: read in `timezone`
@@ -37,7 +37,7 @@ How a submission is judged (`apply`):
   never below `minimum_percent` of the maximum (a score already below it is left alone). This is
   Canvas's own late policy (`LatePolicy#points_deducted` in instructure/canvas-lms: intervals
   rounded up, a percent of points possible per interval, a "lowest possible grade" floor), with a
-  grace period, a cap and a hard deadline (`zero_after`) added.
+  grace period, a cap and a hard deadline (`zero_after_days`) added.
 * No timestamp: outcome `no_timestamp`, no penalty (or 0 points with `missing_timestamp = "zero"`).
   An assignment without a due date: outcome `no_deadline`, no penalty.
 
@@ -82,7 +82,7 @@ class PenaltyRule:
     grace_minutes: float = 0.0
     max_percent: float = 100.0
     minimum_percent: float = 0.0
-    zero_after: float | None = None  # in units of `per`; later than this: score 0
+    zero_after_days: float | None = None  # later than this many days (24 h each): score 0
 
     @property
     def unit(self) -> dt.timedelta:
@@ -127,7 +127,7 @@ class Outcome(str, enum.Enum):
     ON_TIME = "on_time"
     IN_GRACE = "in_grace"  # after the deadline, within the grace period: no penalty
     LATE = "late"
-    TOO_LATE = "too_late"  # past `zero_after`: score 0
+    TOO_LATE = "too_late"  # past `zero_after_days`: score 0
     NO_TIMESTAMP = "no_timestamp"
     NO_DEADLINE = "no_deadline"
 
@@ -198,7 +198,9 @@ def apply(
 
     submitted = submitted_at if submitted_at.tzinfo else submitted_at.replace(tzinfo=UTC)
     result["submitted_at"] = submitted
-    late = submitted - due  # aware datetimes: elapsed time, whatever the zones
+    # In UTC: Python subtracts two datetimes that share a tzinfo by their wall clocks, which
+    # would make the day of a DST change 24 h long instead of 23 or 25.
+    late = submitted.astimezone(UTC) - due.astimezone(UTC)
     submitted_text = f"submitted {_fmt(submitted, zone)}"
     if late <= dt.timedelta(0):
         return LateResult(
@@ -217,11 +219,11 @@ def apply(
         )  # fmt: skip
     units = -(-late // rule.unit)  # ceil on exact timedeltas (integer microseconds)
     plural = "s" if units != 1 else ""
-    if rule.zero_after is not None and late > rule.unit * rule.zero_after:
+    if rule.zero_after_days is not None and late > dt.timedelta(days=rule.zero_after_days):
         return LateResult(
             Outcome.TOO_LATE, seconds_late=seconds, units_late=units, penalty_percent=100.0,
             penalty=score, final_score=0.0,
-            explanation=f"{late_text}: more than {_num(rule.zero_after)} {rule.per}s late, "
+            explanation=f"{late_text}: more than {_num(rule.zero_after_days)} days late, "
             "score 0",
             **result,
         )  # fmt: skip
