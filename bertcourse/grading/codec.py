@@ -86,6 +86,13 @@ class ModuleState:
 
 
 @dataclasses.dataclass
+class ConfigData:
+    """A BertConfig's fields as the kernel sent them (the referee builds no config from it)."""
+
+    fields: Any
+
+
+@dataclasses.dataclass
 class OptimizerState:
     """An optimizer's `state_dict()` after a call, as the kernel sent it."""
 
@@ -300,6 +307,8 @@ class _Decoder:
             )
         if tag == "$optimizer_state":
             return OptimizerState(self.value(body, depth + 1))
+        if tag == "$config" and self.side == "referee":  # a config after a call: data only
+            return ConfigData(self.value(body, depth + 1))
         if self.side == "kernel":
             return self.build(tag, body, node, depth)
         raise CodecError(f"unexpected tag {tag!r}")

@@ -80,6 +80,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "bertcourse.nsp.create_instances",
     ),
     "log_softmax": (
+        "bertcourse.losses.log_softmax",
         "torch.log_softmax",
         "torch.nn.functional.log_softmax",
         "torch.special.log_softmax",

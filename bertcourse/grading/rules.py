@@ -271,9 +271,10 @@ class StudentCode:
 
     # --- one call ---------------------------------------------------------------------------
 
-    def reachable(self, name: str) -> list[_Unit]:
-        """The definitions of `name` and of every notebook global they name, transitively."""
-        seen: set[str] = set()
+    def reachable(self, name: str, replaced: set[str] = frozenset()) -> list[_Unit]:
+        """The definitions of `name` and of every notebook global they name, transitively
+        (names in `replaced` are swapped for references during the call: not followed)."""
+        seen: set[str] = set(replaced) - {name}
         todo = [name]
         units: list[_Unit] = []
         while todo:
@@ -290,10 +291,15 @@ class StudentCode:
         return units
 
     def violations(
-        self, name: str, forbidden: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        name: str,
+        forbidden: list[str],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        replaced: set[str] = frozenset(),
     ) -> list[Finding]:
         """Why the call `name(*args, **kwargs)` may not be graded (empty: it may)."""
-        units = self.reachable(name)
+        units = self.reachable(name, replaced)
         found = self._scan(units, machinery=True) + self._scan(units, machinery=False)
         if not forbidden:
             return found
