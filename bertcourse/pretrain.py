@@ -3,6 +3,7 @@
 Command line (``python -m bertcourse.pretrain --help`` lists every option)::
 
     python -m bertcourse.pretrain --model tiny --steps 2000 --output runs/tiny
+    python -m bertcourse.pretrain --model tiny --max-minutes 10   # steps fitted to 10 minutes
     python -m bertcourse.pretrain --resume runs/tiny --steps 3000        # continue, exactly
     python -m bertcourse.pretrain fill-mask --checkpoint runs/tiny "return the [MASK] of x."
 
@@ -27,10 +28,17 @@ What one run does:
    (no decay for LayerNorm and biases), linear warm-up then linear decay
    (:func:`bertcourse.optim.warmup_linear_decay`; ``--schedule polynomial`` for the
    original's), gradients clipped to norm 1.0.
-4. A tqdm bar with loss, MLM accuracy and NSP accuracy; held-out evaluation every
-   ``--eval-every`` steps; a checkpoint (``model.safetensors`` + optimizer, scheduler and
+4. A tqdm bar with loss, MLM accuracy, NSP accuracy, tokens/s and MFU (model FLOPs per
+   second over the fp32 matmul peak measured at the start, :mod:`bertcourse.flops`); held-out
+   evaluation every ``--eval-every`` steps; a checkpoint (``model.safetensors`` + optimizer, scheduler and
    data position) every ``--checkpoint-every`` steps and at the end; ``report.json`` with
    every figure, ``curves.png`` (losses, accuracies) and ``lr.png``.
+
+A time budget: ``--max-minutes M`` without ``--steps`` times a few real steps (then undoes
+them), and sets the steps so that training, the evaluations and the final checkpoint fit in M
+minutes; warm-up and decay are then 10% and 90% of those steps. The fitted number is printed
+and saved: ``--steps N`` with it repeats the run exactly (timings differ between machines, so
+the fitted N does too).
 
 Exact resume: the data order depends only on ``(seed, epoch)``, each example's mask on
 ``(seed, epoch, example)``, and the dropout noise of step ``s`` on ``(seed, s, rank)``; the
@@ -89,6 +97,7 @@ from bertcourse.data import (
     load_corpus,
     pretraining_dataloader,
 )
+from bertcourse.flops import bert_flops, matmul_peak
 from bertcourse.model import BertForPreTraining
 from bertcourse.optim import AdamW, bert_param_groups, make_lr_scheduler
 
@@ -119,7 +128,7 @@ class PretrainConfig:
     heldout_percent: float = 5.0
     eval_examples: int | None = None  # cap on held-out pairs (None: all, ~400)
     # optimisation
-    steps: int = 1000  # optimizer steps of the whole schedule
+    steps: int | None = 1000  # optimizer steps of the schedule; None: fit it to max_minutes
     batch_size: int = 32  # global batch (split across DDP processes)
     lr: float = 1e-3  # peak learning rate
     warmup_steps: int | None = None  # default: 10% of steps
@@ -138,6 +147,8 @@ class PretrainConfig:
     stop_after: int | None = None  # stop after this many steps *in this run* (schedule unchanged)
     max_minutes: float | None = None  # stop (checkpoint, evaluate, report) after this long
     threads: int | None = None  # torch.set_num_threads
+    peak_gflops: float | None = None  # the machine's matmul peak for MFU (None: measure it)
+    measure_peak: bool = True  # measure the matmul peak at the start (~1 s) to report MFU
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda"
     bf16: bool = False  # bf16 autocast (GPU)
     num_workers: int = 0  # DataLoader workers
@@ -184,7 +195,11 @@ class PretrainConfig:
 
     @property
     def warmup(self) -> int:
-        return self.warmup_steps if self.warmup_steps is not None else round(0.1 * self.steps)
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        if self.steps is None:
+            raise ValueError("the warm-up is 10% of steps, which are not fitted yet")
+        return round(0.1 * self.steps)
 
     @classmethod
     def load(cls, path: str | Path) -> PretrainConfig:
@@ -241,8 +256,149 @@ def setup_distributed(device: str = "auto") -> Dist:
 
 
 # --------------------------------------------------------------------------------------------
-# Metrics and evaluation
+# One step: forward, losses and statistics (shared by training and evaluation)
 # --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class BatchStats:
+    """Sums over one batch (all processes), or over several added with ``+``: everything a log
+    line or an evaluation averages. Sums, not means, so that batches of different sizes and
+    processes add up exactly."""
+
+    n_predictions: float = 0.0  # labelled MLM positions
+    mlm_loss_sum: float = 0.0  # cross-entropy summed over them
+    mlm_correct: float = 0.0
+    n_at_mask: float = 0.0  # labelled positions whose input is [MASK] (not random/kept)
+    mlm_correct_at_mask: float = 0.0
+    n_pairs: float = 0.0  # NSP pairs
+    nsp_loss_sum: float = 0.0
+    nsp_correct: float = 0.0
+    tokens: float = 0.0  # real tokens (attention_mask 1)
+    positions: float = 0.0  # B * L: tokens as computed, padding included
+    flops: float = 0.0  # model FLOPs (bertcourse.flops), training or forward only
+
+    def __add__(self, other: BatchStats) -> BatchStats:
+        return BatchStats(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other))))  # fmt: skip
+
+    def as_tensor(self, device: torch.device | str = "cpu") -> Tensor:
+        return torch.tensor(dataclasses.astuple(self), dtype=torch.float64, device=device)
+
+    @classmethod
+    def from_tensor(cls, t: Tensor) -> BatchStats:
+        return cls(*t.tolist())
+
+    @property
+    def padding_share(self) -> float:
+        return 1.0 - self.tokens / max(self.positions, 1.0)
+
+    def metrics(self) -> dict[str, float]:
+        mlm_loss = self.mlm_loss_sum / max(self.n_predictions, 1)
+        return {
+            "mlm_loss": mlm_loss,
+            "mlm_perplexity": math.exp(min(mlm_loss, 50.0)),
+            "mlm_acc": self.mlm_correct / max(self.n_predictions, 1),
+            "mlm_acc_at_mask": self.mlm_correct_at_mask / max(self.n_at_mask, 1),
+            "nsp_loss": self.nsp_loss_sum / max(self.n_pairs, 1),
+            "nsp_acc": self.nsp_correct / max(self.n_pairs, 1),
+            "n_predictions": int(self.n_predictions),
+            "n_pairs": int(self.n_pairs),
+        }
+
+
+def forward_losses(
+    model: torch.nn.Module, batch: dict[str, Tensor], mask_id: int, *, training: bool = True
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Forward with labels: ``(mlm_sum, nsp_loss, stats)``.
+
+    ``mlm_sum`` is the MLM cross-entropy *summed* over the labelled positions (the caller
+    divides by the count of the global batch), ``nsp_loss`` the mean NSP cross-entropy, and
+    ``stats`` a (11,) float64 tensor of :class:`BatchStats` fields for this process, still on
+    the device (one transfer per step, after the all-reduce).
+    """
+    out = model(**batch)
+    logits, targets = out.prediction_logits.float(), out.mlm_targets  # (N, V), (N,)
+    nsp_logits, nsp_labels = out.seq_relationship_logits.float(), batch["next_sentence_label"]
+    mlm_sum = F.cross_entropy(logits, targets, reduction="sum")
+    nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
+    with torch.no_grad():
+        chosen = batch["labels"] != IGNORE_INDEX  # (B, L)
+        at_mask = batch["input_ids"][chosen] == mask_id  # (N,) in the order of mlm_targets
+        right = logits.argmax(-1) == targets  # (N,)
+        B, L = batch["input_ids"].shape
+        config = getattr(model, "module", model).config
+        flops = bert_flops(config, B, L, targets.numel(), training=training).total
+        stats = torch.stack([
+            torch.tensor(float(targets.numel()), device=logits.device),
+            mlm_sum.detach(),
+            right.sum(),
+            at_mask.sum(),
+            right[at_mask].sum(),
+            torch.tensor(float(B), device=logits.device),
+            nsp_loss.detach() * B,
+            (nsp_logits.argmax(-1) == nsp_labels).sum(),
+            batch["attention_mask"].sum(),
+            torch.tensor(float(B * L), device=logits.device),
+            torch.tensor(flops, device=logits.device),
+        ]).double()  # fmt: skip
+    return mlm_sum, nsp_loss, stats
+
+
+def train_step(
+    model: torch.nn.Module,
+    batch: dict[str, Tensor],
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    *,
+    mask_id: int,
+    dist: Dist,
+    seed: int,
+    step: int,
+    grad_clip: float = 1.0,
+    bf16: bool = False,
+) -> BatchStats:
+    """One optimizer step on one batch (``model`` may be the DDP wrapper); returns the batch's
+    statistics summed over all processes."""
+    batch = {k: v.to(dist.device, non_blocking=True) for k, v in batch.items()}
+    # Dropout noise of this step depends only on (seed, step, rank): exact resume.
+    torch.manual_seed(_mix_seed(seed, step, dist.rank, 3))
+    with torch.autocast(dist.device.type, dtype=torch.bfloat16, enabled=bf16):
+        mlm_sum, nsp_loss, stats = forward_losses(model, batch, mask_id)
+    stats = dist.all_reduce_sum(stats).cpu()
+    # Mean over the masked tokens of the GLOBAL batch. DDP averages gradients over the
+    # W processes, hence the factor W: sum_r W * sum_r / (W * N) = global mean.
+    n_global = stats[0].item()
+    mlm_loss = mlm_sum * (dist.world_size / n_global) if n_global else mlm_sum * 0.0
+    loss = mlm_loss + nsp_loss
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    scheduler.step()
+    return BatchStats.from_tensor(stats)
+
+
+@torch.no_grad()
+def evaluate(
+    model: BertForPreTraining,
+    batches: Sequence[dict[str, Tensor]],
+    mask_id: int,
+    device: torch.device,
+    bf16: bool = False,
+) -> dict:
+    """MLM loss/accuracy (all predicted positions, and [MASK] positions only), NSP loss/acc:
+    :func:`forward_losses` on every batch, summed into one :class:`BatchStats`."""
+    was_training = model.training
+    model.eval()
+    total = BatchStats()
+    for b in batches:
+        b = {k: v.to(device) for k, v in b.items()}
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            _, _, stats = forward_losses(model, b, mask_id, training=False)
+        total = total + BatchStats.from_tensor(stats.cpu())
+    model.train(was_training)
+    return total.metrics()
 
 
 def unigram_baseline(train: TokenizedCorpus, batches: Sequence[dict[str, Tensor]]) -> dict:
@@ -262,51 +418,6 @@ def unigram_baseline(train: TokenizedCorpus, batches: Sequence[dict[str, Tensor]
         "mlm_acc": float((targets == best).double().mean()),
         "mlm_loss": float(-logp[targets].mean()),
         "n_predictions": int(targets.numel()),
-    }
-
-
-@torch.no_grad()
-def evaluate(
-    model: BertForPreTraining,
-    batches: Sequence[dict[str, Tensor]],
-    mask_id: int,
-    device: torch.device,
-    bf16: bool = False,
-) -> dict:
-    """MLM loss/accuracy (all predicted positions, and [MASK] positions only), NSP loss/acc."""
-    was_training = model.training
-    model.eval()
-    mlm_sum = mlm_correct = n = mask_correct = n_mask = 0.0
-    nsp_sum = nsp_correct = n_pairs = 0.0
-    for b in batches:
-        b = {k: v.to(device) for k, v in b.items()}
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            out = model(**b)
-        logits, targets = out.prediction_logits.float(), out.mlm_targets
-        chosen = b["labels"] != IGNORE_INDEX
-        at_mask = b["input_ids"][chosen] == mask_id  # (N,) which predictions saw [MASK]
-        pred = logits.argmax(-1)
-        mlm_sum += float(F.cross_entropy(logits, targets, reduction="sum"))
-        mlm_correct += float((pred == targets).sum())
-        n += targets.numel()
-        mask_correct += float((pred == targets)[at_mask].sum())
-        n_mask += float(at_mask.sum())
-        nsp_logits = out.seq_relationship_logits.float()
-        nsp = b["next_sentence_label"]
-        nsp_sum += float(F.cross_entropy(nsp_logits, nsp, reduction="sum"))
-        nsp_correct += float((nsp_logits.argmax(-1) == nsp).sum())
-        n_pairs += nsp.numel()
-    model.train(was_training)
-    mlm_loss = mlm_sum / max(n, 1)
-    return {
-        "mlm_loss": mlm_loss,
-        "mlm_perplexity": math.exp(min(mlm_loss, 50.0)),
-        "mlm_acc": mlm_correct / max(n, 1),
-        "mlm_acc_at_mask": mask_correct / max(n_mask, 1),
-        "nsp_loss": nsp_sum / max(n_pairs, 1),
-        "nsp_acc": nsp_correct / max(n_pairs, 1),
-        "n_predictions": int(n),
-        "n_pairs": int(n_pairs),
     }
 
 
@@ -490,6 +601,126 @@ class TrainResult(NamedTuple):
     report: dict  # empty on ranks other than 0
 
 
+@dataclass
+class Session:
+    """What one run holds while it trains: the pieces, the position (``state``, saved in every
+    checkpoint) and the evaluation set. Its methods are the loop's three side jobs."""
+
+    cfg: PretrainConfig
+    dist: Dist
+    model: BertForPreTraining
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    tokenizer: Any
+    vocab: Vocab
+    ev_batches: list[dict[str, Tensor]]
+    baseline: dict
+    out_dir: Path
+    state: dict[str, Any]
+    train_corpus: TokenizedCorpus
+    bar: Any = None
+
+    def log(self, msg: str) -> None:
+        if self.dist.is_main:
+            (self.bar.write if self.bar is not None else print)(msg, file=sys.stderr)
+
+    def evaluate(self) -> dict:
+        """Held-out metrics at the current step (rank 0; the others wait)."""
+        res: dict = {}
+        if self.dist.is_main:
+            ev = evaluate(self.model, self.ev_batches, self.vocab.mask_id, self.dist.device, self.cfg.bf16)  # fmt: skip
+            res = {"step": self.state["step"], **ev}
+            self.state["history"]["eval"].append(res)
+            self.log(
+                f"step {res['step']}: held-out MLM acc {res['mlm_acc']:.3f} ([MASK] only "
+                f"{res['mlm_acc_at_mask']:.3f}; unigram {self.baseline['mlm_acc']:.3f}), MLM "
+                f"loss {res['mlm_loss']:.3f}, NSP acc {res['nsp_acc']:.3f}"
+            )
+        self.dist.barrier()
+        return res
+
+    def checkpoint(self) -> None:
+        if self.dist.is_main:
+            save_checkpoint(self.out_dir, self.model, self.tokenizer, self.cfg, self.state,
+                            self.optimizer, self.scheduler)  # fmt: skip
+        self.dist.barrier()
+
+    def loader(self) -> torch.utils.data.DataLoader:
+        """The rest of the current epoch's batches for this process."""
+        cfg = self.cfg
+        return pretraining_dataloader(
+            self.train_corpus,
+            batch_size=cfg.batch_size // self.dist.world_size,
+            epoch=self.state["epoch"],
+            seed=cfg.seed,
+            rank=self.dist.rank,
+            world_size=self.dist.world_size,
+            skip_batches=self.state["batch_in_epoch"],
+            max_seq_length=cfg.max_seq_length,
+            mlm_probability=cfg.mlm_probability,
+            num_workers=cfg.num_workers,
+        )
+
+
+class _ConstantLR:
+    """A scheduler that does nothing: the calibration steps run before the schedule exists."""
+
+    def step(self) -> None:
+        pass
+
+    def state_dict(self) -> dict:
+        return {}
+
+
+def fit_steps_to_time(s: Session, minutes: float, t_start: float, eval_seconds: float) -> int:
+    """The number of steps that fit in ``minutes`` (counted from ``t_start``): time a few real
+    steps, then undo them (model and optimizer restored), so the run that follows is exactly
+    ``--steps N`` with the N returned.
+
+    Budget = minutes - time already spent - final evaluation and checkpoint; each step costs
+    its measured time plus its share of the periodic evaluations; 3% is kept as a margin.
+    """
+    import copy
+
+    cfg = s.cfg
+    model_state = copy.deepcopy(s.model.state_dict())
+    optim_state = copy.deepcopy(s.optimizer.state_dict())
+    budget = 60.0 * minutes
+    times: list[float] = []
+    loader = iter(s.loader())
+    for i in range(3 + 20):  # 3 warm-up steps (allocator, kernel choice), then up to 20 timed
+        t0 = time.perf_counter()  # the batch's preparation (masking, padding) counts too
+        batch = next(loader, None)
+        if batch is None:
+            break
+        train_step(s.model, batch, s.optimizer, _ConstantLR(), mask_id=s.vocab.mask_id,
+                   dist=s.dist, seed=cfg.seed, step=i, grad_clip=cfg.grad_clip, bf16=cfg.bf16)  # fmt: skip
+        if i >= 3:
+            times.append(time.perf_counter() - t0)
+        if len(times) >= 3 and time.perf_counter() - t_start > 0.1 * budget:
+            break
+    s.model.load_state_dict(model_state)
+    s.optimizer.load_state_dict(optim_state)
+    if not times:
+        raise ValueError("cannot time a step: an epoch has fewer than 4 batches")
+    step_seconds = sorted(times)[len(times) // 2]  # the median: robust to a slow outlier
+    t_ckpt = time.perf_counter()
+    if s.dist.is_main:  # the cost of the final checkpoint, measured
+        save_checkpoint(s.out_dir, s.model, s.tokenizer, cfg.replace(steps=1), s.state,
+                        s.optimizer, _ConstantLR())  # fmt: skip
+    ckpt_seconds = time.perf_counter() - t_ckpt
+    left = budget - (time.perf_counter() - t_start) - eval_seconds - ckpt_seconds
+    per_step = step_seconds + (eval_seconds / cfg.eval_every if cfg.eval_every else 0.0)
+    tensor = torch.tensor([float(max(1, int(0.97 * left / per_step)))])
+    steps = int(s.dist.all_reduce_sum(tensor).item() / s.dist.world_size)  # same N everywhere
+    s.log(
+        f"schedule fitted to {minutes:g} min: {step_seconds * 1e3:.0f} ms per step (median of "
+        f"{len(times)}), evaluation {eval_seconds:.1f} s -> {steps} steps "
+        f"(reproduce with --steps {steps})"
+    )
+    return steps
+
+
 def run(cfg: PretrainConfig) -> dict:
     """Pretrain (or resume) and return the report (also written to ``output_dir/report.json``).
 
@@ -498,6 +729,44 @@ def run(cfg: PretrainConfig) -> dict:
     (``report["unigram_baseline"]``), their ratio, timings, corpus sizes and the history.
     """
     return train(cfg).report
+
+
+def _prepare(cfg: PretrainConfig, dist: Dist) -> tuple[Session, TokenizedCorpus, dict]:
+    """Data, model and optimizer of a run (the schedule comes later: it may need a timing)."""
+    out_dir = Path(cfg.output_dir)
+    if dist.is_main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    # Data: rank 0 builds the cache, the others then read it.
+    kwargs = dict(text_files=cfg.text_files, documents=cfg.documents, cache_dir=cfg.cache_dir)
+    if dist.is_main:
+        corpus, tokenizer = load_corpus(cfg.tokenizer, **kwargs)
+    dist.barrier()
+    if not dist.is_main:
+        corpus, tokenizer = load_corpus(cfg.tokenizer, **kwargs)
+    train_corpus, heldout = corpus.split(cfg.heldout_percent)
+    if len(heldout) < 2:  # tiny user corpora: hold out the last two documents instead
+        keep = [i < len(corpus) - 2 for i in range(len(corpus))]
+        train_corpus, heldout = corpus.subset(keep), corpus.subset([not k for k in keep])
+    ev_batches = eval_batches(
+        heldout,
+        seed=cfg.seed,
+        max_seq_length=cfg.max_seq_length,
+        max_examples=cfg.eval_examples,
+        mlm_probability=cfg.mlm_probability,
+    )
+    torch.manual_seed(cfg.seed)
+    model = BertForPreTraining(cfg.model_config(corpus.vocab)).to(dist.device)
+    optimizer = AdamW(
+        bert_param_groups(model, cfg.weight_decay),
+        lr=cfg.lr,
+        eps=cfg.adam_eps,
+        bias_correction=cfg.bias_correction,
+    )
+    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0,
+                             "train_seconds": 0.0, "history": {"train": [], "eval": []}}  # fmt: skip
+    session = Session(cfg, dist, model, optimizer, None, tokenizer, corpus.vocab, ev_batches,
+                      unigram_baseline(train_corpus, ev_batches), out_dir, state, train_corpus)  # fmt: skip
+    return session, heldout, {"corpus": corpus}
 
 
 def train(cfg: PretrainConfig) -> TrainResult:
@@ -511,50 +780,33 @@ def train(cfg: PretrainConfig) -> TrainResult:
             f"batch_size {cfg.batch_size} (global) must be divisible by the number of "
             f"processes {dist.world_size}"
         )
-    per_rank = cfg.batch_size // dist.world_size
-    out_dir = Path(cfg.output_dir)
-    if dist.is_main:
-        out_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.steps is None and cfg.max_minutes is None:
+        raise ValueError("give --steps, or --max-minutes to fit the number of steps to the time")
+    s, heldout, extra = _prepare(cfg, dist)
+    model, n_params = s.model, sum(p.numel() for p in s.model.parameters())
+    peak = cfg.peak_gflops * 1e9 if cfg.peak_gflops else None
+    if peak is None and cfg.measure_peak:
+        dtype = torch.bfloat16 if cfg.bf16 else torch.float32
+        peak = matmul_peak((256, 512, 1024), 3, dtype=dtype, device=dist.device).flops_per_s
+    s.log(
+        f"{cfg.model} model ({n_params / 1e6:.2f}M parameters), train "
+        f"{s.train_corpus.num_tokens:,} tokens in {len(s.train_corpus)} docs, held-out "
+        f"{heldout.num_tokens:,} tokens ({sum(len(b['input_ids']) for b in s.ev_batches)} pairs), "
+        f"world size {dist.world_size}, device {dist.device}, {torch.get_num_threads()} threads"
+        + (f", matmul peak {peak / 1e9:.0f} GFLOP/s" if peak else "")
+    )
 
-    # Data: rank 0 builds the cache, the others then read it.
-    corpus_kwargs = dict(
-        text_files=cfg.text_files, documents=cfg.documents, cache_dir=cfg.cache_dir
+    first_eval: dict | None = None
+    if cfg.steps is None:  # fit the schedule to the time given
+        t0 = time.perf_counter()
+        first_eval = evaluate(s.model, s.ev_batches, s.vocab.mask_id, dist.device, cfg.bf16)
+        eval_seconds = time.perf_counter() - t0
+        cfg = cfg.replace(steps=fit_steps_to_time(s, cfg.max_minutes, t_start, eval_seconds))
+        s.cfg = cfg
+    s.scheduler = make_lr_scheduler(
+        s.optimizer, cfg.schedule, warmup_steps=cfg.warmup, total_steps=cfg.steps
     )
-    if dist.is_main:
-        corpus, tokenizer = load_corpus(cfg.tokenizer, **corpus_kwargs)
-    dist.barrier()
-    if not dist.is_main:
-        corpus, tokenizer = load_corpus(cfg.tokenizer, **corpus_kwargs)
-    train, heldout = corpus.split(cfg.heldout_percent)
-    if len(heldout) < 2:  # tiny user corpora: hold out the last two documents instead
-        keep = [i < len(corpus) - 2 for i in range(len(corpus))]
-        train, heldout = corpus.subset(keep), corpus.subset([not k for k in keep])
-    vocab = corpus.vocab
-    ev_batches = eval_batches(
-        heldout,
-        seed=cfg.seed,
-        max_seq_length=cfg.max_seq_length,
-        max_examples=cfg.eval_examples,
-        mlm_probability=cfg.mlm_probability,
-    )
-    baseline = unigram_baseline(train, ev_batches)
-
-    # Model, optimizer, schedule.
-    torch.manual_seed(cfg.seed)
-    model_config = cfg.model_config(vocab)
-    model = BertForPreTraining(model_config).to(dist.device)
-    n_params = sum(p.numel() for p in model.parameters())
-    optimizer = AdamW(
-        bert_param_groups(model, cfg.weight_decay),
-        lr=cfg.lr,
-        eps=cfg.adam_eps,
-        bias_correction=cfg.bias_correction,
-    )
-    scheduler = make_lr_scheduler(
-        optimizer, cfg.schedule, warmup_steps=cfg.warmup, total_steps=cfg.steps
-    )
-    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0,
-                             "train_seconds": 0.0, "history": {"train": [], "eval": []}}  # fmt: skip
+    state = s.state
     if cfg.resume:
         from safetensors.torch import load_model
 
@@ -563,79 +815,36 @@ def train(cfg: PretrainConfig) -> TrainResult:
         load_model(model, str(ckpt / "model.safetensors"), device=str(dist.device))
         model.tie_weights()
         saved = torch.load(ckpt / "trainer_state.pt", map_location=dist.device, weights_only=False)
-        optimizer.load_state_dict(saved.pop("optimizer"))
-        scheduler.load_state_dict(saved.pop("scheduler"))
+        s.optimizer.load_state_dict(saved.pop("optimizer"))
+        s.scheduler.load_state_dict(saved.pop("scheduler"))
         state.update(saved)
         if state["step"] > cfg.steps:
             raise ValueError(f"the checkpoint is at step {state['step']}, beyond steps={cfg.steps}")
-    ddp_model = model
+    ddp_model: torch.nn.Module = model
     if dist.enabled:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         ddp_model = DDP(model, device_ids=[dist.local_rank] if dist.device.type == "cuda" else None)
-
-    bar = None
     if dist.is_main and cfg.progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=cfg.steps, initial=state["step"], desc="pretrain", dynamic_ncols=True)
-
-    def log(msg: str) -> None:
-        if dist.is_main:
-            (bar.write if bar is not None else print)(msg, file=sys.stderr)
-
-    if dist.is_main:
-        log(
-            f"{cfg.model} model ({n_params / 1e6:.2f}M parameters), train {train.num_tokens:,} "
-            f"tokens in {len(train)} docs, held-out {heldout.num_tokens:,} tokens "
-            f"({sum(len(b['input_ids']) for b in ev_batches)} pairs), world size "
-            f"{dist.world_size}, device {dist.device}, {torch.get_num_threads()} threads"
-        )
-
-    def run_eval() -> dict:
-        res = {}
-        if dist.is_main:
-            res = {
-                "step": state["step"],
-                **evaluate(model, ev_batches, vocab.mask_id, dist.device, cfg.bf16),
-            }
-            state["history"]["eval"].append(res)
-            log(
-                f"step {state['step']}: held-out MLM acc {res['mlm_acc']:.3f} ([MASK] only "
-                f"{res['mlm_acc_at_mask']:.3f}; unigram {baseline['mlm_acc']:.3f}), MLM loss "
-                f"{res['mlm_loss']:.3f}, NSP acc {res['nsp_acc']:.3f}"
-            )
-        dist.barrier()
-        return res
-
-    def checkpoint() -> None:
-        if dist.is_main:
-            save_checkpoint(out_dir, model, tokenizer, cfg, state, optimizer, scheduler)
-        dist.barrier()
+        s.bar = tqdm(total=cfg.steps, initial=state["step"], desc="pretrain", dynamic_ncols=True)
 
     # The loop.
-    window = torch.zeros(6, dtype=torch.float64)  # sums since the last log line
-    batches_per_epoch = 0
-    steps_this_run = 0
+    window, t_window = BatchStats(), time.perf_counter()  # sums since the last log line
+    run_total = BatchStats()  # this invocation's sums (tokens/s, padding, MFU)
+    batches_per_epoch = steps_this_run = 0
     stop_reason = "steps"
     t_train = time.perf_counter()
     train_seconds_before = state["train_seconds"]
     if cfg.eval_every and state["step"] == 0:
-        run_eval()  # the starting point of the held-out curves
+        if first_eval is not None:  # already computed while fitting the schedule
+            state["history"]["eval"].append({"step": 0, **first_eval})
+        else:
+            s.evaluate()  # the starting point of the held-out curves
     model.train()
     while state["step"] < cfg.steps:
-        loader = pretraining_dataloader(
-            train,
-            batch_size=per_rank,
-            epoch=state["epoch"],
-            seed=cfg.seed,
-            rank=dist.rank,
-            world_size=dist.world_size,
-            skip_batches=state["batch_in_epoch"],
-            max_seq_length=cfg.max_seq_length,
-            mlm_probability=cfg.mlm_probability,
-            num_workers=cfg.num_workers,
-        )
+        loader = s.loader()
         if state["batch_in_epoch"] == 0 and len(loader) == 0:
             raise ValueError(
                 f"an epoch has fewer than {cfg.batch_size} sentence pairs: use a smaller "
@@ -644,72 +853,47 @@ def train(cfg: PretrainConfig) -> TrainResult:
         batches_per_epoch = state["batch_in_epoch"] + len(loader)
         stop = False
         for batch in loader:
-            batch = {k: v.to(dist.device, non_blocking=True) for k, v in batch.items()}
-            # Dropout noise of this step depends only on (seed, step, rank): exact resume.
-            torch.manual_seed(_mix_seed(cfg.seed, state["step"], dist.rank, 3))
-            with torch.autocast(dist.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
-                out = ddp_model(**batch)
-            logits, targets = out.prediction_logits.float(), out.mlm_targets
-            mlm_sum = F.cross_entropy(logits, targets, reduction="sum")
-            nsp_logits = out.seq_relationship_logits.float()
-            nsp_labels = batch["next_sentence_label"]
-            nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
-            with torch.no_grad():
-                stats = torch.stack([
-                    torch.tensor(float(targets.numel()), device=logits.device),
-                    mlm_sum.detach(),
-                    (logits.argmax(-1) == targets).sum().double(),
-                    nsp_loss.detach() * len(nsp_labels),
-                    (nsp_logits.argmax(-1) == nsp_labels).sum().double(),
-                    torch.tensor(float(len(nsp_labels)), device=logits.device),
-                ]).double()  # fmt: skip
-                stats = dist.all_reduce_sum(stats).cpu()
-            # Mean over the masked tokens of the GLOBAL batch. DDP averages gradients over the
-            # W processes, hence the factor W: sum_r W * sum_r / (W * N) = global mean.
-            n_global = stats[0].item()
-            mlm_loss = mlm_sum * (dist.world_size / n_global) if n_global else mlm_sum * 0.0
-            loss = mlm_loss + nsp_loss
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.grad_clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            lr = optimizer.param_groups[0]["lr"]
-            optimizer.step()
-            scheduler.step()
-
+            lr = s.optimizer.param_groups[0]["lr"]
+            stats = train_step(ddp_model, batch, s.optimizer, s.scheduler, mask_id=s.vocab.mask_id,
+                               dist=dist, seed=cfg.seed, step=state["step"],
+                               grad_clip=cfg.grad_clip, bf16=cfg.bf16)  # fmt: skip
             state["step"] += 1
             state["batch_in_epoch"] += 1
-            state["tokens"] += int(batch["attention_mask"].sum()) * dist.world_size
+            state["tokens"] += int(stats.tokens)
             steps_this_run += 1
-            window += stats
-            if bar is not None:
-                bar.update(1)
+            window, run_total = window + stats, run_total + stats
+            if s.bar is not None:
+                s.bar.update(1)
             if state["step"] % cfg.log_every == 0 or state["step"] == cfg.steps:
-                n, ms, mc, ns, nc, b = window.tolist()
+                seconds, t_window = time.perf_counter() - t_window, time.perf_counter()
+                m = window.metrics()
                 row = {
                     "step": state["step"],
                     "lr": lr,
-                    "mlm_loss": ms / max(n, 1),
-                    "nsp_loss": ns / max(b, 1),
-                    "mlm_acc": mc / max(n, 1),
-                    "nsp_acc": nc / max(b, 1),
+                    **{k: m[k] for k in ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc")},
+                    "loss": m["mlm_loss"] + m["nsp_loss"],
+                    "tokens_per_s": window.tokens / seconds,
+                    "mfu": window.flops / seconds / peak if peak else None,
                 }
-                row["loss"] = row["mlm_loss"] + row["nsp_loss"]
                 state["history"]["train"].append(row)
-                window.zero_()
-                if bar is not None:
-                    bar.set_postfix(
+                window = BatchStats()
+                if s.bar is not None:
+                    s.bar.set_postfix(
                         loss=f"{row['loss']:.3f}",
                         mlm_acc=f"{row['mlm_acc']:.3f}",
                         nsp_acc=f"{row['nsp_acc']:.3f}",
                         lr=f"{lr:.1e}",
+                        tok_s=f"{row['tokens_per_s']:,.0f}",
+                        **({"mfu": f"{row['mfu']:.0%}"} if peak else {}),
                         refresh=False,
                     )
             state["train_seconds"] = train_seconds_before + time.perf_counter() - t_train
             if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < cfg.steps:
-                run_eval()
+                s.evaluate()
+                t_window = time.perf_counter()  # tokens/s counts training time only
             if cfg.checkpoint_every and state["step"] % cfg.checkpoint_every == 0:
-                checkpoint()
+                s.checkpoint()
+                t_window = time.perf_counter()
             if state["step"] >= cfg.steps:
                 break
             if cfg.stop_after is not None and steps_this_run >= cfg.stop_after:
@@ -725,16 +909,19 @@ def train(cfg: PretrainConfig) -> TrainResult:
             state["batch_in_epoch"] = 0
         if stop:
             break
-    if bar is not None:
-        bar.close()
+    train_seconds_this_run = time.perf_counter() - t_train
+    if s.bar is not None:
+        s.bar.close()
 
-    final = run_eval()
-    checkpoint()
+    final = s.evaluate()
+    s.checkpoint()
     report: dict = {}
     if dist.is_main:
+        corpus = extra["corpus"]
+        flops_per_s = run_total.flops / max(train_seconds_this_run, 1e-9)
         report = {
             "config": dataclasses.asdict(cfg),
-            "model_config": model_config.to_dict(),
+            "model_config": model.config.to_dict(),
             "parameters": n_params,
             "stopped_by": stop_reason,
             "steps_done": state["step"],
@@ -743,6 +930,10 @@ def train(cfg: PretrainConfig) -> TrainResult:
             "train_seconds": state["train_seconds"],
             "wall_seconds_this_run": time.perf_counter() - t_start,
             "tokens_per_second": state["tokens"] / max(state["train_seconds"], 1e-9),
+            "padding_share": run_total.padding_share,
+            "model_flops_per_second": flops_per_s,
+            "matmul_peak_flops_per_second": peak,
+            "mfu": flops_per_s / peak if peak else None,
             "world_size": dist.world_size,
             "device": str(dist.device),
             "threads": torch.get_num_threads(),
@@ -750,28 +941,30 @@ def train(cfg: PretrainConfig) -> TrainResult:
             "corpus": {
                 "source": corpus.meta.get("source", "stdlib"),
                 "tokenizer": cfg.tokenizer,
-                "vocab_size": vocab.size,
-                "train": train.stats(),
+                "vocab_size": s.vocab.size,
+                "train": s.train_corpus.stats(),
                 "heldout": heldout.stats(),
             },
-            "unigram_baseline": baseline,
+            "unigram_baseline": s.baseline,
             "final_eval": final,
-            "mlm_acc_over_baseline": final["mlm_acc"] / max(baseline["mlm_acc"], 1e-12),
+            "mlm_acc_over_baseline": final["mlm_acc"] / max(s.baseline["mlm_acc"], 1e-12),
             "history": state["history"],
         }
-        (out_dir / "report.json").write_text(json.dumps(report, indent=2))
+        (s.out_dir / "report.json").write_text(json.dumps(report, indent=2))
         if cfg.plots:
-            report["plots"] = save_plots(report, out_dir)
-        log(
+            report["plots"] = save_plots(report, s.out_dir)
+        mfu_text = f", MFU {report['mfu']:.0%}" if peak else ""
+        s.log(
             f"done: {state['step']} steps in {state['train_seconds']:.0f} s "
-            f"({report['tokens_per_second']:,.0f} tokens/s); held-out MLM acc "
+            f"({report['tokens_per_second']:,.0f} tokens/s{mfu_text}, "
+            f"{report['padding_share']:.1%} padding); held-out MLM acc "
             f"{final['mlm_acc']:.3f} = {report['mlm_acc_over_baseline']:.2f}x the unigram "
-            f"baseline {baseline['mlm_acc']:.3f}; NSP acc {final['nsp_acc']:.3f}. "
-            f"Report: {out_dir / 'report.json'}"
+            f"baseline {s.baseline['mlm_acc']:.3f}; NSP acc {final['nsp_acc']:.3f}. "
+            f"Report: {s.out_dir / 'report.json'}"
         )
     if dist.enabled:
         torch.distributed.barrier()
-    return TrainResult(model, tokenizer, report)
+    return TrainResult(model, s.tokenizer, report)
 
 
 # --------------------------------------------------------------------------------------------
@@ -804,7 +997,12 @@ def _train_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-seq-length", type=int, help=f"default {d.max_seq_length}")
     g.add_argument("--eval-examples", type=int, help="cap on held-out pairs")
     g = p.add_argument_group("optimisation")
-    g.add_argument("--steps", type=int, help=f"optimizer steps (default {d.steps})")
+    g.add_argument(
+        "--steps",
+        type=int,
+        help=f"optimizer steps (default {d.steps}; with --max-minutes and no --steps, the "
+        "steps that fit in the time, measured at the start)",
+    )
     g.add_argument("--batch-size", type=int, help=f"global batch (default {d.batch_size})")
     g.add_argument("--lr", type=float, help=f"peak learning rate (default {d.lr})")
     g.add_argument("--warmup-steps", type=int, help="default: 10%% of --steps")
@@ -820,6 +1018,8 @@ def _train_parser() -> argparse.ArgumentParser:
     a("--stop-after", type=int, help="stop after N steps of this run (resume later)")
     a("--max-minutes", type=float, help="stop after this many minutes (then evaluate, save)")
     a("--threads", type=int, help="torch threads per process")
+    a("--peak-gflops", type=float, help="matmul peak for MFU (default: measured at the start)")
+    a("--no-peak", dest="measure_peak", action="store_false", default=None, help="no MFU")
     a("--device", choices=["auto", "cpu", "cuda"], help="default auto")
     a("--bf16", action="store_true", default=None, help="bf16 autocast (GPU)")
     a("--num-workers", type=int, help="DataLoader workers (default 0)")
@@ -861,6 +1061,8 @@ def main(argv: list[str] | None = None) -> dict | None:
     cfg = base.replace(**given)
     if not given.get("resume"):
         cfg = cfg.replace(resume=None)
+        if "max_minutes" in given and "steps" not in given:
+            cfg = cfg.replace(steps=None)  # the schedule fits itself to the time given
     report = run(cfg)
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()

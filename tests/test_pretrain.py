@@ -11,7 +11,9 @@ import torch
 from bertcourse import data
 from bertcourse.config import IGNORE_INDEX
 from bertcourse.pretrain import (
+    BatchStats,
     PretrainConfig,
+    evaluate,
     fill_mask,
     load_checkpoint,
     main,
@@ -152,3 +154,77 @@ def test_config_sizes():
     with pytest.raises(ValueError, match="--layers and --hidden"):
         PretrainConfig(model="custom").model_config(v)
     assert PretrainConfig(steps=1000).warmup == 100
+
+
+def test_report_has_speed_padding_and_mfu(smoke_run):
+    _, report = smoke_run
+    assert report["tokens_per_second"] > 0
+    assert 0.0 <= report["padding_share"] < 1.0
+    peak = report["matmul_peak_flops_per_second"]
+    assert peak > 1e8  # measured at the start of the run
+    # MFU = model FLOPs per second / peak: a share, and the product gives the FLOP rate back.
+    assert 0.0 < report["mfu"] < 1.0
+    assert report["mfu"] * peak == pytest.approx(report["model_flops_per_second"])
+    assert all(r["tokens_per_s"] > 0 and 0 < r["mfu"] < 1 for r in report["history"]["train"])
+
+
+def test_batch_stats_add_up_and_evaluate_reuses_them():
+    a = BatchStats(n_predictions=4, mlm_loss_sum=8.0, mlm_correct=1, n_at_mask=2,
+                   mlm_correct_at_mask=1, n_pairs=2, nsp_loss_sum=1.0, nsp_correct=2,
+                   tokens=30, positions=40, flops=1e6)  # fmt: skip
+    b = BatchStats.from_tensor(a.as_tensor())
+    assert b == a
+    m = (a + a).metrics()
+    assert m["mlm_loss"] == 2.0 and m["mlm_acc"] == 0.25 and m["mlm_acc_at_mask"] == 0.5
+    assert m["nsp_loss"] == 0.5 and m["nsp_acc"] == 1.0 and m["n_predictions"] == 8
+    assert (a + a).padding_share == pytest.approx(0.25)
+
+
+def test_evaluate_matches_a_hand_computation(smoke_run):
+    model, _ = load_checkpoint(smoke_run[0])
+    corpus, _ = data.load_corpus("bert")
+    _, heldout = corpus.split()
+    batches = data.eval_batches(heldout, max_seq_length=48, max_examples=16)
+    got = evaluate(model, batches, corpus.vocab.mask_id, torch.device("cpu"))
+    logits, targets, nsp_right, n_pairs = [], [], 0, 0
+    with torch.no_grad():
+        for b in batches:
+            out = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])  # no labels
+            chosen = b["labels"] != IGNORE_INDEX
+            logits.append(out.prediction_logits[chosen])  # (N_b, V) from the full (B, L, V)
+            targets.append(b["labels"][chosen])
+            nsp_right += int((out.seq_relationship_logits.argmax(-1) == b["next_sentence_label"]).sum())  # fmt: skip
+            n_pairs += len(b["next_sentence_label"])
+    logits, targets = torch.cat(logits), torch.cat(targets)
+    assert got["n_predictions"] == len(targets) and got["n_pairs"] == n_pairs
+    ce = torch.nn.functional.cross_entropy(logits, targets).item()
+    assert got["mlm_loss"] == pytest.approx(ce, rel=1e-5)
+    assert got["mlm_acc"] == pytest.approx((logits.argmax(-1) == targets).double().mean().item())
+    assert got["nsp_acc"] == pytest.approx(nsp_right / n_pairs)
+
+
+def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path):
+    minutes = 0.25
+    cfg = SMOKE.replace(
+        steps=None, max_minutes=minutes, warmup_steps=None, eval_every=0, plots=False
+    )
+    report = run(cfg.replace(output_dir=str(tmp_path / "fitted")))
+    n = report["config"]["steps"]  # the fitted number of steps, saved with the run
+    assert n > 20 and report["config"]["max_minutes"] == minutes
+    # All fitted steps run unless the machine slows down after the timing (a busy machine:
+    # then the time limit stops the run); either way the run ends near the budget.
+    assert report["steps_done"] == n or report["stopped_by"] == "max_minutes"
+    assert report["stopped_by"] in ("steps", "max_minutes")
+    assert report["wall_seconds_this_run"] < 60 * minutes + 15
+    # Warm-up is 10% of the fitted steps: the LR peaks at step round(0.1 n).
+    lrs = [r["lr"] for r in report["history"]["train"]]
+    warm = round(0.1 * n)
+    if report["steps_done"] > warm:
+        assert lrs[warm] == pytest.approx(cfg.lr) and lrs[warm - 1] < cfg.lr
+    # The timing steps were undone: the fitted run is the run with --steps n.
+    k = min(report["steps_done"], 6)
+    again = run(
+        cfg.replace(steps=n, max_minutes=None, stop_after=k, output_dir=str(tmp_path / "n"))
+    )
+    first = [r["loss"] for r in report["history"]["train"][:k]]
+    assert [r["loss"] for r in again["history"]["train"]] == first
