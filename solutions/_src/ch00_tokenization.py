@@ -1,0 +1,236 @@
+# Source of solutions/ch00_tokenization/tokenization.ipynb (build: python solutions/_build_notebooks.py)
+
+# %% [markdown] id=intro
+# # Exercises 0: from text to ids
+#
+# You will write the pieces of BERT's tokenizer: the punctuation split and the rest of the
+# basic tokenizer, WordPiece's greedy longest match, and the encoding of a pair with token
+# types, truncation, padding and the attention mask. Chapter 0 of the book ("From text to
+# ids") explains them. The reference is `bertcourse.tokenization`, whose ids are those of
+# transformers' `BertTokenizer`.
+#
+# **How to work.** Write your code where a cell says `# YOUR CODE HERE`, replacing the
+# `raise NotImplementedError()`, then run the test cell below it (`OK ...` or a message).
+# Hidden tests run at grading time with other inputs. The functions of
+# `bertcourse.tokenization` that a part asks you to write are disabled while it is checked.
+# Check everything with **Validate** (or `nbgrader validate`).
+#
+# Everything here is plain Python: strings, lists of strings, lists of ints.
+
+# %% [code] id=setup
+import unicodedata
+
+from bertcourse import grading
+from bertcourse import tokenization as tk
+from bertcourse.tokenization import clean_text, is_punctuation, space_chinese_chars
+
+FORBID = (
+    "bertcourse.tokenization.split_on_punctuation",
+    "bertcourse.tokenization.basic_tokenize",
+    "bertcourse.tokenization.strip_accents",
+    "bertcourse.tokenization.wordpiece",
+    "bertcourse.tokenization.truncated_lengths",
+    "bertcourse.tokenization.BertTokenizer.tokenize",
+    "bertcourse.tokenization.BertTokenizer.encode",
+)
+VOCAB = sorted(tk.load_bert_uncased().vocab)  # the 30,522 pieces of bert-base-uncased
+
+# %% [markdown] id=split_text
+# ## Part 1: split off punctuation (2 points)
+#
+# After cleaning and lowercasing, the basic tokenizer splits the text on whitespace, then
+# makes **every punctuation character a word of its own**: `"don't!"` becomes
+# `["don", "'", "t", "!"]`, and `"?!"` becomes `["?", "!"]`. Write
+# `split_on_punctuation(word)` for a word without whitespace. Use the given
+# `is_punctuation(char)`: it follows BERT's definition (every printable ASCII character that
+# is not a letter or digit, plus Unicode's punctuation categories, so `¿` and `—` too).
+
+# %% [solution] id=split
+def split_on_punctuation(word):
+    """'don't!' -> ['don', "'", 't', '!']."""
+    ### BEGIN SOLUTION
+    pieces = []
+    start_new = True
+    for char in word:
+        if is_punctuation(char):
+            pieces.append(char)
+            start_new = True
+        else:
+            if start_new:
+                pieces.append("")
+                start_new = False
+            pieces[-1] += char
+    return pieces
+    ### END SOLUTION
+
+# %% [tests] id=split_tests points=2
+REFERENCE_SPLIT = "bertcourse.tokenization.split_on_punctuation"
+grading.check_equal(split_on_punctuation, REFERENCE_SPLIT, "don't!", forbid=FORBID)
+grading.check_equal(split_on_punctuation, REFERENCE_SPLIT, "hello", forbid=FORBID)
+### BEGIN HIDDEN TESTS
+for word in ["?!", "...", "a.b.c", "¿qué?", "x—y", "$5", "", "co-operate", "(x)", "«a»"]:
+    grading.check_equal(split_on_punctuation, REFERENCE_SPLIT, word, forbid=FORBID)
+### END HIDDEN TESTS
+
+# %% [markdown] id=basic_text
+# ## Part 2: the basic tokenizer (2 points)
+#
+# Write `basic_tokenize(text)` for an *uncased* model, in BERT's order:
+#
+# 1. `clean_text(text)` (given): control characters deleted, every whitespace made a space;
+# 2. `space_chinese_chars(text)` (given): a space on each side of each CJK ideograph;
+# 3. strip accents: decompose with `unicodedata.normalize("NFD", text)` and drop the combining
+#    marks (characters whose `unicodedata.category` is `"Mn"`), then lowercase;
+# 4. split on whitespace, and split each word with your `split_on_punctuation`.
+#
+# `basic_tokenize("Héllo,  WÖRLD!")` is `["hello", ",", "world", "!"]`.
+
+# %% [solution] id=basic
+def basic_tokenize(text):
+    """Text -> words (uncased), before WordPiece."""
+    ### BEGIN SOLUTION
+    text = space_chinese_chars(clean_text(text))
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+    text = text.lower()
+    words = []
+    for word in text.split():
+        words.extend(split_on_punctuation(word))
+    return words
+    ### END SOLUTION
+
+# %% [tests] id=basic_tests points=2
+REFERENCE_BASIC = "bertcourse.tokenization.basic_tokenize"
+EARLIER = {"split_on_punctuation": REFERENCE_SPLIT}
+grading.check_equal(basic_tokenize, REFERENCE_BASIC, "Héllo,  WÖRLD!", forbid=FORBID, use_reference=EARLIER)
+grading.check_equal(basic_tokenize, REFERENCE_BASIC, "Crème brûlée\tand\ncafé", forbid=FORBID, use_reference=EARLIER)
+### BEGIN HIDDEN TESTS
+for text in [
+    "我爱BERT模型。", "zero\u200bwidth  spaces\u00a0here", "", "   ", "Ça va? Très bien!",
+    "São Paulo — Ñandú, Øresund", "e\u0301 and \u00e9", "Don't STOP (now)...",
+]:
+    grading.check_equal(basic_tokenize, REFERENCE_BASIC, text, forbid=FORBID, use_reference=EARLIER)
+### END HIDDEN TESTS
+
+# %% [markdown] id=wordpiece_text
+# ## Part 3: WordPiece, greedy longest match first (3 points)
+#
+# Write `wordpiece(word, vocab)`: `vocab` is a list of pieces. Starting at the first
+# character, take the **longest** substring that is in the vocabulary; continue from where it
+# ends, now looking up candidates with the prefix `"##"` (a piece that continues a word). If at
+# some position no candidate (not even one character) is in the vocabulary, return
+# `["[UNK]"]` for the whole word. A word longer than 100 characters is `["[UNK]"]` at once.
+#
+# `wordpiece("unaffable", ["una", "un", "##ffa", "##aff", "##ble", "##able"])` is
+# `["una", "##ffa", "##ble"]`: greedy, not the fewest pieces.
+#
+# *Hint:* turn the list into a `set` first: looking up in a list of 30,522 is slow.
+
+# %% [solution] id=wordpiece
+def wordpiece(word, vocab):
+    """Greedy longest-match-first WordPiece of one word -> list of pieces."""
+    ### BEGIN SOLUTION
+    vocab = set(vocab)
+    if len(word) > 100:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start:
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+            end -= 1
+        if end == start:
+            return ["[UNK]"]
+        pieces.append(piece)
+        start = end
+    return pieces
+    ### END SOLUTION
+
+# %% [tests] id=wordpiece_tests points=3
+def reference_wordpiece(word, vocab):
+    return tk.wordpiece(word, set(vocab))
+
+
+TOY = ["una", "un", "##ffa", "##aff", "##ble", "##able", "a", "##b"]
+grading.check_equal(wordpiece, reference_wordpiece, "unaffable", TOY, forbid=FORBID)
+grading.check_equal(wordpiece, reference_wordpiece, "tokenization", VOCAB, forbid=FORBID)
+### BEGIN HIDDEN TESTS
+grading.check_equal(wordpiece, reference_wordpiece, "unaffablex", TOY, forbid=FORBID)
+grading.check_equal(wordpiece, reference_wordpiece, "ab", TOY, forbid=FORBID)
+for word in ["electroencephalography", "huggingface", "a" * 100, "a" * 101, "😀", "the", "zzzqx"]:
+    grading.check_equal(wordpiece, reference_wordpiece, word, VOCAB, forbid=FORBID)
+### END HIDDEN TESTS
+
+# %% [markdown] id=pair_text
+# ## Part 4: encode a pair (3 points)
+#
+# Write `encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0)` that returns
+# a dict with three lists of length `max_length`:
+#
+# - `"input_ids"`: `[CLS] A [SEP] B [SEP]`, then `pad_id` up to `max_length`;
+# - `"token_type_ids"`: 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`, 0 on padding;
+# - `"attention_mask"`: 1 for every token (special ones included), 0 on padding.
+#
+# If A and B do not fit in the `max_length - 3` places left, truncate them (cut their ends)
+# with `longest_first` as transformers does: if the shorter one fits in half of the places
+# (its length `<= places - its length`) keep it whole and give the rest to the longer one;
+# otherwise each gets `places // 2`, and the odd place, if any, goes to the longer one (to B if
+# they are equally long).
+
+# %% [solution] id=pair
+def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
+    """-> {"input_ids", "token_type_ids", "attention_mask"}, each of length max_length."""
+    ### BEGIN SOLUTION
+    places = max_length - 3
+    a, b = list(ids_a), list(ids_b)
+    if len(a) + len(b) > places:
+        shorter = min(len(a), len(b))
+        if shorter <= places - shorter:
+            keep_a, keep_b = (len(a), places - len(a)) if len(a) == shorter else (places - len(b), len(b))
+        else:
+            half, odd = divmod(places, 2)
+            keep_a, keep_b = (half + odd, half) if len(a) > len(b) else (half, half + odd)
+        a, b = a[:keep_a], b[:keep_b]
+    input_ids = [cls_id] + a + [sep_id] + b + [sep_id]
+    token_type_ids = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    n_pad = max_length - len(input_ids)
+    return {
+        "input_ids": input_ids + [pad_id] * n_pad,
+        "token_type_ids": token_type_ids + [0] * n_pad,
+        "attention_mask": [1] * len(input_ids) + [0] * n_pad,
+    }
+    ### END SOLUTION
+
+# %% [tests] id=pair_tests points=3
+def reference_encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
+    keep_a, keep_b = tk.truncated_lengths(len(ids_a), len(ids_b), max_length - 3)
+    input_ids = [cls_id, *ids_a[:keep_a], sep_id, *ids_b[:keep_b], sep_id]
+    token_type_ids = [0] * (keep_a + 2) + [1] * (keep_b + 1)
+    n_pad = max_length - len(input_ids)
+    return {
+        "input_ids": input_ids + [pad_id] * n_pad,
+        "token_type_ids": token_type_ids + [0] * n_pad,
+        "attention_mask": [1] * len(input_ids) + [0] * n_pad,
+    }
+
+
+grading.check_equal(encode_pair, reference_encode_pair, [7592, 2088], [2003, 2204], 10, forbid=FORBID)
+grading.check_equal(encode_pair, reference_encode_pair, list(range(1000, 1012)), [5, 6], 10, forbid=FORBID)
+### BEGIN HIDDEN TESTS
+grading.check_equal(encode_pair, reference_encode_pair, list(range(1000, 1005)), list(range(2000, 2005)), 10, forbid=FORBID)
+grading.check_equal(encode_pair, reference_encode_pair, list(range(1000, 1006)), list(range(2000, 2005)), 10, forbid=FORBID)
+grading.check_equal(encode_pair, reference_encode_pair, [1], list(range(2000, 2020)), 8, forbid=FORBID)
+grading.check_equal(encode_pair, reference_encode_pair, [1, 2, 3], [4], 7, 2, 3, 9, forbid=FORBID)
+grading.check_equal(encode_pair, reference_encode_pair, list(range(1000, 1030)), list(range(2000, 2030)), 16, forbid=FORBID)
+### END HIDDEN TESTS
+
+# %% [markdown] id=outro
+# ## Going further (not graded)
+#
+# - Compare your `basic_tokenize` with `tk.basic_tokenize` on `"ΟΔΟΣ"`. Why does `str.lower`
+#   on a whole word give a different last letter than lowercasing one character at a time?
+# - Tokenize a paragraph of a language you know with `tk.load_bert_uncased()`: which share of
+#   its words becomes `[UNK]`?
+
+# %% [scratch]
