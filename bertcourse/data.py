@@ -680,31 +680,81 @@ class MlmCollator:
         self.vocab, self.seed, self.epoch = vocab, seed, epoch
         self.mlm_probability = mlm_probability
 
-    def __call__(self, items) -> dict[str, torch.Tensor]:
+    def mask(self, index: int, ex):
+        """``(example with masked input_ids, labels (n,))``: the mask of example ``index``."""
         from dataclasses import replace
 
-        from bertcourse.config import IGNORE_INDEX
         from bertcourse.mlm import mask_tokens
+
+        g = torch.Generator().manual_seed(_mix_seed(self.seed, self.epoch, index, 2))
+        ids, labels = mask_tokens(
+            torch.tensor([ex.input_ids], dtype=torch.long),  # (1, n)
+            vocab_size=self.vocab.size,
+            mask_token_id=self.vocab.mask_id,
+            special_token_ids=self.vocab.special_ids,
+            mlm_probability=self.mlm_probability,
+            generator=g,
+        )
+        return replace(ex, input_ids=ids[0].tolist()), labels[0]
+
+    def __call__(self, items) -> dict[str, torch.Tensor]:
+        from bertcourse.config import IGNORE_INDEX
         from bertcourse.nsp import pad_batch
 
-        masked, label_rows = [], []
-        for index, ex in items:
-            g = torch.Generator().manual_seed(_mix_seed(self.seed, self.epoch, index, 2))
-            ids, labels = mask_tokens(
-                torch.tensor([ex.input_ids], dtype=torch.long),  # (1, n)
-                vocab_size=self.vocab.size,
-                mask_token_id=self.vocab.mask_id,
-                special_token_ids=self.vocab.special_ids,
-                mlm_probability=self.mlm_probability,
-                generator=g,
-            )
-            masked.append(replace(ex, input_ids=ids[0].tolist()))
-            label_rows.append(labels[0])
+        masked, label_rows = zip(*(self.mask(index, ex) for index, ex in items))
         batch = pad_batch(masked, pad_id=self.vocab.pad_id)
         labels = torch.full_like(batch["input_ids"], IGNORE_INDEX)  # (B, L)
         for row, lab in enumerate(label_rows):
             labels[row, : len(lab)] = lab
         batch["labels"] = labels
+        return batch
+
+
+class PackedNspPairs(torch.utils.data.Dataset):
+    """The pairs of :class:`NspPairs` packed into rows of at most ``max_seq_length`` tokens
+    (:func:`bertcourse.packing.pack_lengths`, first-fit decreasing). Items are rows: lists of
+    ``(index, NspExample)``, with the index of the unpacked dataset (so each pair keeps its
+    MLM mask)."""
+
+    def __init__(self, pairs: NspPairs, max_seq_length: int) -> None:
+        from bertcourse.packing import pack_lengths
+
+        self.pairs = pairs
+        self.rows = pack_lengths([len(e.input_ids) for e in pairs.examples], max_seq_length)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int):
+        return [self.pairs[i] for i in self.rows[index]]
+
+
+class PackedMlmCollator(MlmCollator):
+    """Masks every pair of a list of packed rows as :class:`MlmCollator` does (same masks),
+    then lays them out with :func:`bertcourse.packing.pack_batch`: ``input_ids``,
+    ``token_type_ids``, ``position_ids``, ``labels`` (B, L), ``attention_mask`` (B, L, L),
+    ``cls_positions`` (P, 2), ``next_sentence_label`` (P,). L = the longest row."""
+
+    def __call__(self, rows) -> dict[str, torch.Tensor]:
+        from bertcourse.config import IGNORE_INDEX
+        from bertcourse.packing import pack_batch
+
+        examples, labels, layout = [], [], []
+        for row in rows:
+            layout.append(list(range(len(examples), len(examples) + len(row))))
+            for index, ex in row:
+                masked, lab = self.mask(index, ex)
+                examples.append(masked)
+                labels.append(lab)
+        length = max(sum(len(examples[i].input_ids) for i in r) for r in layout)
+        batch = pack_batch(examples, layout, pad_id=self.vocab.pad_id, length=length)
+        out = torch.full_like(batch["input_ids"], IGNORE_INDEX)  # (B, L)
+        for r, row in enumerate(layout):
+            start = 0
+            for i in row:
+                out[r, start : start + len(labels[i])] = labels[i]
+                start += len(labels[i])
+        batch["labels"] = out
         return batch
 
 
@@ -722,6 +772,7 @@ def pretraining_dataloader(
     mlm_probability: float = 0.15,
     task: str = "nsp",
     num_workers: int = 0,
+    packing: bool = False,
 ) -> torch.utils.data.DataLoader:
     """The training batches of one epoch for one process (``batch_size`` is per process).
 
@@ -730,6 +781,9 @@ def pretraining_dataloader(
     all ranks together is exactly batch ``k`` of a single process with
     ``batch_size * world_size``. Incomplete last batches are dropped. ``skip_batches`` starts
     inside the epoch (for an exact resume) without building the skipped batches.
+
+    ``packing=True``: the pairs are packed into rows (:class:`PackedNspPairs`) and
+    ``batch_size`` counts rows; batches are for :func:`bertcourse.packing.packed_forward`.
     """
     from torch.utils.data import DataLoader, DistributedSampler
 
@@ -741,13 +795,16 @@ def pretraining_dataloader(
         short_seq_prob=short_seq_prob,
         task=task,
     )
+    collate = MlmCollator(corpus.vocab, seed=seed, epoch=epoch, mlm_probability=mlm_probability)
+    if packing:
+        dataset = PackedNspPairs(dataset, max_seq_length)
+        collate = PackedMlmCollator(corpus.vocab, seed=seed, epoch=epoch, mlm_probability=mlm_probability)  # fmt: skip
     sampler = DistributedSampler(
         dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed, drop_last=True
     )
     sampler.set_epoch(epoch)
     n_full = len(sampler) // batch_size * batch_size
     indices = list(sampler)[skip_batches * batch_size : n_full]
-    collate = MlmCollator(corpus.vocab, seed=seed, epoch=epoch, mlm_probability=mlm_probability)
     return DataLoader(
         dataset,
         batch_size=batch_size,

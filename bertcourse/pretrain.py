@@ -100,6 +100,7 @@ from bertcourse.data import (
 from bertcourse.flops import bert_flops, matmul_peak
 from bertcourse.model import BertForPreTraining
 from bertcourse.optim import AdamW, bert_param_groups, make_lr_scheduler
+from bertcourse.packing import is_packed, packed_forward
 
 MODEL_SIZES = ("tiny", "mini", "small", "base", "custom")
 CHECKPOINT_DIR = "checkpoint"
@@ -124,6 +125,7 @@ class PretrainConfig:
     text_files: list[str] | None = None  # your own .txt files/folders instead of the stdlib
     documents: str = "file"  # for text_files: "file" or "block" (see bertcourse.data)
     max_seq_length: int = 128
+    packing: bool = False  # several pairs per row, no padding (bertcourse.packing)
     mlm_probability: float = 0.15
     heldout_percent: float = 5.0
     eval_examples: int | None = None  # cap on held-out pairs (None: all, ~400)
@@ -316,7 +318,10 @@ def forward_losses(
     ``stats`` a (11,) float64 tensor of :class:`BatchStats` fields for this process, still on
     the device (one transfer per step, after the all-reduce).
     """
-    out = model(**batch)
+    if is_packed(batch):  # several pairs per row (bertcourse.packing)
+        out = packed_forward(getattr(model, "module", model), **batch)
+    else:
+        out = model(**batch)
     logits, targets = out.prediction_logits.float(), out.mlm_targets  # (N, V), (N,)
     nsp_logits, nsp_labels = out.seq_relationship_logits.float(), batch["next_sentence_label"]
     mlm_sum = F.cross_entropy(logits, targets, reduction="sum")
@@ -326,6 +331,9 @@ def forward_losses(
         at_mask = batch["input_ids"][chosen] == mask_id  # (N,) in the order of mlm_targets
         right = logits.argmax(-1) == targets  # (N,)
         B, L = batch["input_ids"].shape
+        P = nsp_labels.numel()  # pairs: B, or more when packed
+        am = batch["attention_mask"]  # (B, L), or (B, L, L) when packed
+        real_tokens = am.sum() if am.dim() == 2 else am.amax(-1).sum()
         config = getattr(model, "module", model).config
         flops = bert_flops(config, B, L, targets.numel(), training=training).total
         stats = torch.stack([
@@ -334,10 +342,10 @@ def forward_losses(
             right.sum(),
             at_mask.sum(),
             right[at_mask].sum(),
-            torch.tensor(float(B), device=logits.device),
-            nsp_loss.detach() * B,
+            torch.tensor(float(P), device=logits.device),
+            nsp_loss.detach() * P,
             (nsp_logits.argmax(-1) == nsp_labels).sum(),
-            batch["attention_mask"].sum(),
+            real_tokens,
             torch.tensor(float(B * L), device=logits.device),
             torch.tensor(flops, device=logits.device),
         ]).double()  # fmt: skip
@@ -659,6 +667,7 @@ class Session:
             max_seq_length=cfg.max_seq_length,
             mlm_probability=cfg.mlm_probability,
             num_workers=cfg.num_workers,
+            packing=cfg.packing,
         )
 
 
@@ -780,6 +789,8 @@ def train(cfg: PretrainConfig) -> TrainResult:
             f"batch_size {cfg.batch_size} (global) must be divisible by the number of "
             f"processes {dist.world_size}"
         )
+    if cfg.packing and dist.enabled:
+        raise ValueError("--packing runs in one process: it is not wired into DDP yet")
     if cfg.steps is None and cfg.max_minutes is None:
         raise ValueError("give --steps, or --max-minutes to fit the number of steps to the time")
     s, heldout, extra = _prepare(cfg, dist)
@@ -995,6 +1006,12 @@ def _train_parser() -> argparse.ArgumentParser:
     g.add_argument("--text-files", nargs="+", help="your own .txt files or folders")
     g.add_argument("--documents", choices=["file", "block"], help="document unit of --text-files")
     g.add_argument("--max-seq-length", type=int, help=f"default {d.max_seq_length}")
+    g.add_argument(
+        "--packing",
+        action="store_true",
+        default=None,
+        help="pack several pairs per row (no padding); --batch-size then counts rows",
+    )
     g.add_argument("--eval-examples", type=int, help="cap on held-out pairs")
     g = p.add_argument_group("optimisation")
     g.add_argument(

@@ -228,3 +228,12 @@ def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path):
     )
     first = [r["loss"] for r in report["history"]["train"][:k]]
     assert [r["loss"] for r in again["history"]["train"]] == first
+
+
+def test_packed_run_trains_with_little_padding(tmp_path):
+    report = run(SMOKE.replace(steps=8, packing=True, eval_every=0, plots=False, output_dir=str(tmp_path)))  # fmt: skip
+    losses = [r["loss"] for r in report["history"]["train"]]
+    assert len(losses) == 8 and losses[0] == pytest.approx(11.0, abs=0.4)
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
+    assert report["padding_share"] < 0.05  # unpacked: ~20% at max_seq_length 48
+    assert report["final_eval"]["n_pairs"] > 0  # evaluation stays unpacked
