@@ -33,10 +33,11 @@ characters or rare pair lengths:
 * Accents are stripped *before* lowercasing, character by character (so a word-final capital
   sigma becomes ``σ``, never ``ς``); the legacy code lowercases whole words first (Python's
   ``str.lower`` writes a final ``ς``) and also applies NFC, which matters for cased models.
-* Truncation ``longest_first`` of a pair when both are long: ``tokenizers`` gives each half
-  of the budget and the odd token to the longer one (to the second on a tie); the legacy code
-  removes tokens one at a time from the longer one (from the second on a tie), which ends one
-  token apart when the lengths are equal and the budget is odd.
+* Truncation ``longest_first`` of a pair when both are longer than half of an odd budget:
+  ``tokenizers`` gives each half and the odd token to the longer one (to B on a tie); the
+  legacy code removes tokens one at a time from the longer one (from B on a tie), so when B is
+  at least as long as A it ends on a tie, cuts B once more and leaves the odd token to A.
+* An empty ``text_pair`` counts as no pair in both (a transformers rule, followed here).
 
 Shapes: B batch, L sequence length (padded).
 """

@@ -248,6 +248,10 @@ def test_legacy_differences_are_the_documented_ones(ours, references, legacy):
         mine = ours.encode(text)["input_ids"]
         assert mine == ref(text)["input_ids"], what
         assert mine != legacy(text)["input_ids"], f"{what}: legacy agrees, the docstring is stale"
+    # cased models: the legacy code composes characters (NFC), tokenizers does not
+    cased_legacy = BertTokenizerLegacy(str(VOCAB), do_lower_case=False)
+    assert tk.basic_tokenize("cafe\u0301", do_lower_case=False) == ["cafe\u0301"]
+    assert cased_legacy.basic_tokenizer.tokenize("cafe\u0301") == ["caf\u00e9"]
     # longest_first with equal lengths and an odd budget: one token apart
     a, b = "a b c d e", "f g h i j"
     mine = ours.encode(a, b, max_length=10, truncation=True)["input_ids"]
