@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: install everything, lint, then run every test
+# The whole test suite, from a fresh machine (what CI runs, see .ci/run): install everything
+# (scripts/install.sh, with Chromium and PostgreSQL for the tests), lint, then run every test
 # (package, exercises and grading pipeline, pretraining and DDP smoke tests, the book build
-# with warnings as errors and its headless-Chromium check).
+# with warnings as errors and its headless-Chromium check). Arguments go to pytest.
+# Everything runs in the environment install.sh picks: the active virtualenv or conda environment,
+# otherwise the project's .venv (created on the first run).
 set -euo pipefail
+_BC_CALLER_PWD="$PWD"
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
+# shellcheck source=install.sh
+source scripts/install.sh --chromium --postgresql
+if [ -n "$BERTCOURSE_NEXT" ]; then
+  trap 'echo "== next: $BERTCOURSE_NEXT   (then python, jupyter lab, nbgrader, pytest are the project'"'"'s)"' EXIT
+fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_PROGRESS_BARS=1 TOKENIZERS_PARALLELISM=false
 echo "== ruff"
-python3 -m ruff check .
-python3 -m ruff format --check bertcourse tests benchmarks
+"$BERTCOURSE_PYTHON" -m ruff check .
+"$BERTCOURSE_PYTHON" -m ruff format --check bertcourse tests benchmarks
 echo "== pytest"
-python3 -m pytest -p no:cacheprovider -n 2 --durations=15 "$@"
+"$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --durations=15 "$@"

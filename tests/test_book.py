@@ -58,8 +58,8 @@ def _toc_pages() -> list[str]:
 
 
 def _ensure_mathjax() -> None:
-    if not (MATHJAX_SITE / "mathjax" / "tex-mml-chtml.js").is_file():
-        subprocess.run(["bash", str(ROOT / "scripts" / "install_mathjax.sh")], check=True)
+    """The offline MathJax, copied from the PyPI package django-static-mathjax (no npm)."""
+    _load("book_ext", ROOT / "bertcourse" / "viz" / "book_ext.py").install_mathjax(MATHJAX_SITE)
 
 
 def _env() -> dict[str, str]:

@@ -3,7 +3,7 @@
 It is imported by Sphinx as the top-level module `book_ext` (its folder is put on `sys.path`),
 so it must not import bertcourse or torch: a broken package must still give a readable build log.
 
-Two jobs:
+Four jobs:
 
 1. Key the execution cache to the package source. jupyter-cache re-executes a page only when the
    page's own code changes; an edit to `bertcourse/*.py` would leave stale outputs. On
@@ -11,7 +11,13 @@ Two jobs:
    `<hash>` is a SHA-256 of every `bertcourse/**/*.py` (path and content). A package edit gives a
    new, empty cache folder, so every executed page runs again; the changed config value also
    makes Sphinx re-read every page. Folders of older hashes are deleted.
-2. Fail early, with the fix named, when the offline MathJax copy is missing.
+2. Serve MathJax from the site, offline, with nothing but Python packages: on `config-inited`
+   the three pieces of MathJax 3.2.2 the pages need (the combined `tex-mml-chtml.js`, its woff-v2
+   fonts and the TeX extensions it may lazy-load) are copied from the installed PyPI package
+   `django-static-mathjax` into `_mathjax/site/mathjax/` (`bertcourse_mathjax_site`), which
+   `_config.yml` publishes with `html_extra_path`. No node, npm or root. A missing package fails
+   the build with the `pip install` line that fixes it. `scripts/install_mathjax.sh` runs the same
+   copy (`python bertcourse/viz/book_ext.py install-mathjax`).
 3. Point the launch buttons (JupyterLab/Binder, Colab) of a chapter at its exercise notebook:
    a page whose front matter has `exercise: exercises/chNN_topic/name.ipynb` gets launch links
    to that notebook instead of to the chapter's own MyST source (Colab cannot open .md).
@@ -22,10 +28,16 @@ Two jobs:
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import importlib.metadata
+import json
 import re
 import shutil
+import sys
+import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
@@ -35,7 +47,15 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 PACKAGE = "bertcourse"
-MATHJAX_FILE = "mathjax/tex-mml-chtml.js"
+# MathJax from PyPI: django-static-mathjax 3.2.2.1 ships MathJax 3.2.2 (npm's `mathjax-full`) as
+# package data under mathjax/static/mathjax/; its es5/ folder is the browser build.
+MATHJAX_DIST = "django-static-mathjax"
+MATHJAX_PIN = "django-static-mathjax==3.2.2.1"
+MATHJAX_VERSION = "3.2.2"
+MATHJAX_ES5 = "mathjax/static/mathjax/es5"
+# the parts of es5/ the pages load: the combined component, its fonts, TeX extensions on demand
+MATHJAX_PARTS = ("tex-mml-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions")
+MATHJAX_FILE = "mathjax/tex-mml-chtml.js"  # relative to the html_extra_path folder
 _HASH_DIR = re.compile(r"^[0-9a-f]{16}$")
 
 
@@ -72,19 +92,116 @@ def _key_cache_to_package(app: Sphinx, config: Config) -> None:
     logger.info(f"book_ext: execution cache keyed to {PACKAGE} source hash {key}: {cache}")
 
 
-def _check_mathjax(app: Sphinx) -> None:
-    if app.builder.format != "html":
-        return
-    config = app.config
+class MathJaxCopy(NamedTuple):
+    """Where MathJax was copied, from which package folder, and whether anything was copied.
+
+    (A NamedTuple, not a dataclass: Sphinx and the tests load this file outside a package.)
+    """
+
+    dest: Path  # .../mathjax, served as <site>/mathjax/tex-mml-chtml.js
+    source: Path  # the es5/ folder inside the installed django-static-mathjax
+    version: str
+    copied: bool  # False when `dest` already held exactly these files
+
+
+class MathJaxError(RuntimeError):
+    """The offline MathJax copy cannot be made (package missing, wrong version, incomplete)."""
+
+
+def mathjax_source() -> tuple[Path, str]:
+    """The es5/ folder of MathJax in the installed django-static-mathjax, and its version."""
+    try:
+        dist = importlib.metadata.distribution(MATHJAX_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        raise MathJaxError(
+            f"the offline MathJax comes from the PyPI package {MATHJAX_DIST}, which is not "
+            f"installed in {sys.prefix}: run `python -m pip install {MATHJAX_PIN}` "
+            "(or `bash scripts/install.sh`)"
+        ) from None
+    es5 = Path(dist.locate_file(MATHJAX_ES5))
+    package_json = es5.parent / "package.json"
+    if not package_json.is_file():
+        raise MathJaxError(f"{MATHJAX_DIST} {dist.version}: no {package_json}; reinstall it")
+    version = json.loads(package_json.read_text(encoding="utf-8"))["version"]
+    if version != MATHJAX_VERSION:
+        raise MathJaxError(
+            f"{MATHJAX_DIST} {dist.version} holds MathJax {version}, the book needs "
+            f"{MATHJAX_VERSION}: run `python -m pip install {MATHJAX_PIN}`"
+        )
+    return es5, version
+
+
+def _files(folder: Path, part: str) -> dict[str, int]:
+    """Relative path -> size of the file `part` or of every file below the folder `part`."""
+    path = folder / part
+    if path.is_file():
+        return {part: path.stat().st_size}
+    return {
+        p.relative_to(folder).as_posix(): p.stat().st_size
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
+
+
+def mathjax_files(folder: Path) -> dict[str, int]:
+    """Every file of MATHJAX_PARTS below `folder` (an es5/ folder or a copy), with its size."""
+    out: dict[str, int] = {}
+    for part in MATHJAX_PARTS:
+        out.update(_files(folder, part))
+    return out
+
+
+def install_mathjax(site: Path) -> MathJaxCopy:
+    """Copy MATHJAX_PARTS from the installed package into `site`/mathjax (idempotent).
+
+    The copy is made in a temporary sibling folder and renamed into place, so an interrupted
+    run never leaves a half copy that looks complete. When `site`/mathjax already holds the
+    same files (names and sizes) nothing is copied.
+    """
+    source, version = mathjax_source()
+    wanted = mathjax_files(source)
+    if not wanted.get("tex-mml-chtml.js") or not any("woff-v2/" in f for f in wanted):
+        raise MathJaxError(f"{source} lacks tex-mml-chtml.js or its woff-v2 fonts")
+    dest = site / "mathjax"
+    if dest.is_dir() and mathjax_files(dest) == wanted:
+        return MathJaxCopy(dest, source, version, copied=False)
+    site.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".mathjax-", dir=site))  # one per process (pytest -n 2)
+    tmp.chmod(0o755)  # mkdtemp makes it 0700
+    try:
+        for part in MATHJAX_PARTS:
+            src, out = source / part, tmp / part
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_file():
+                shutil.copy2(src, out)
+            else:
+                shutil.copytree(src, out)
+        shutil.rmtree(dest, ignore_errors=True)
+        try:
+            tmp.rename(dest)
+        except OSError:  # another process put its (identical) copy there first
+            if mathjax_files(dest) != wanted:
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return MathJaxCopy(dest, source, version, copied=True)
+
+
+def _provide_mathjax(app: Sphinx, config: Config) -> None:
     root = Path(app.srcdir)
-    for extra in config.html_extra_path:
-        candidate = root / extra / MATHJAX_FILE
-        if candidate.is_file():
-            return
-    raise ExtensionError(
-        f"book_ext: offline MathJax not found ({MATHJAX_FILE} in html_extra_path "
-        f"{list(config.html_extra_path)}); run `bash scripts/install_mathjax.sh` first"
-    )
+    site = Path(config.bertcourse_mathjax_site)
+    extra = [Path(p) for p in config.html_extra_path]
+    if site not in extra:
+        raise ExtensionError(
+            f"book_ext: the offline MathJax folder {site} is not in html_extra_path {extra}; "
+            f"add it there (and set mathjax_path: ../{MATHJAX_FILE})"
+        )
+    try:
+        copy = install_mathjax(root / site)
+    except MathJaxError as err:
+        raise ExtensionError(f"book_ext: {err}") from None
+    if copy.copied:
+        logger.info(f"book_ext: MathJax {copy.version} copied from {copy.source} to {copy.dest}")
 
 
 def _drop_thebe(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -123,8 +240,32 @@ def _launch_exercise(app: Sphinx, pagename: str, templatename: str, context: dic
 def setup(app: Sphinx) -> dict:
     # priority < 500: run before myst-nb reads its configuration on builder-inited.
     app.connect("config-inited", _key_cache_to_package, priority=400)
-    app.connect("builder-inited", _check_mathjax)
+    app.add_config_value("bertcourse_mathjax_site", "_mathjax/site", "env", [str])
+    # before Sphinx drops html_extra_path entries that do not exist (priority 800)
+    app.connect("config-inited", _provide_mathjax, priority=400)
     app.connect("html-page-context", _drop_thebe)
     # after sphinx-book-theme's add_launch_buttons (priority 501)
     app.connect("html-page-context", _launch_exercise, priority=502)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python bertcourse/viz/book_ext.py install-mathjax [SITE]` (scripts/install_mathjax.sh)."""
+    parser = argparse.ArgumentParser(description="Tools of the bertcourse book extension.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("install-mathjax", help=install_mathjax.__doc__.splitlines()[0])
+    cmd.add_argument("site", nargs="?", type=Path, default=Path("_mathjax/site"))
+    args = parser.parse_args(argv)
+    try:
+        copy = install_mathjax(args.site)
+    except MathJaxError as err:
+        print(f"install-mathjax: {err}", file=sys.stderr)
+        return 1
+    n = len(mathjax_files(copy.dest))
+    what = "copied" if copy.copied else "already"
+    print(f"== MathJax {copy.version}: {what} in {copy.dest} ({n} files, from {copy.source})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

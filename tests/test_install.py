@@ -1,0 +1,434 @@
+"""The install logic of issue 11: a virtual environment by default, Python only for learners.
+
+scripts/install.sh picks the environment (the active virtualenv, else the active conda
+environment, else the project's .venv, made with `python3 -m venv`), installs python3-venv
+with apt-get where Debian lacks ensurepip (or says what to install), never swallows a failed
+`pip install`, and copies MathJax from the PyPI package django-static-mathjax. The README's
+commands, scripts/build_book.sh and scripts/test.sh, source it.
+
+The scripts run here for real, with stand-ins on PATH for the commands that need root or take
+minutes (apt-get, sudo, id, npm, node: each records its call) and, for the build and test
+commands, an environment whose `python` records `pip install`, the book build, ruff and pytest
+instead of running them. One test makes a real virtual environment (about 6 s).
+The whole path from Debian's own python3 is what .ci/run runs on every submission.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "scripts"
+
+
+def _load_book_ext():
+    spec = importlib.util.spec_from_file_location(
+        "book_ext_under_test", ROOT / "bertcourse" / "viz" / "book_ext.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+book_ext = _load_book_ext()
+
+
+def _script(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+class Fakes:
+    """A folder of stand-in commands put first on PATH; each appends its call to `calls`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.bin = folder / "bin"
+        self.calls = folder / "calls.log"
+        folder.mkdir(parents=True)
+        self.calls.touch()
+        for name in ("apt-get", "sudo", "npm", "node"):
+            self.add(name, "exit 0\n")
+
+    def add(self, name: str, body: str) -> None:
+        _script(self.bin / name, f'echo "{name} $*" >> "{self.calls}"\n{body}')
+
+    def called(self) -> list[str]:
+        return self.calls.read_text().splitlines()
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """A clean environment (no active virtualenv or conda) with the stand-ins first."""
+        env = {
+            "HOME": os.environ.get("HOME", "/root"),
+            "PATH": f"{self.bin}:{os.environ['PATH']}",
+            "LANG": "C.UTF-8",
+        }
+        env.update(extra)
+        return env
+
+
+@pytest.fixture
+def fakes(tmp_path: Path) -> Fakes:
+    return Fakes(tmp_path / "fakes")
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: Path = ROOT, timeout: float = 120):
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def _recording_env(folder: Path, calls: Path, *, pip_fails: bool = False) -> Path:
+    """A fake environment whose python records what install/build/test would run.
+
+    `-m pip install`, the requirements check, the book build, check_site, ruff and pytest are
+    recorded and answered with success (or, with pip_fails, pip fails as Debian's python3 does
+    outside a virtual environment); anything else (pip --version, the MathJax copy) runs on
+    this interpreter for real.
+    """
+    if pip_fails:
+        pip = 'echo "error: externally-managed-environment" >&2; exit 1'
+        check = "exit 1"
+    else:
+        pip = check = "exit 0"
+    _script(
+        folder / "bin" / "python",
+        f"""echo "python $*" | tr '\\n' ' ' >> "{calls}"; echo >> "{calls}"
+case "$*" in
+  *"-m pip install"*) {pip} ;;
+  *requirements.txt*) {check} ;;
+  *jupyter_book*|*check_site.py*|*"-m ruff"*|*"-m pytest"*) exit 0 ;;
+esac
+exec "{sys.executable}" "$@"
+""",
+    )
+    return folder
+
+
+# --- which environment ------------------------------------------------------------------------
+
+
+def test_an_active_virtualenv_is_used_and_no_venv_is_made(tmp_path: Path, fakes: Fakes) -> None:
+    env_dir = _recording_env(tmp_path / "active env", fakes.calls)
+    proc = _run(
+        ["bash", str(SCRIPTS / "install.sh"), "--env-only"], fakes.env(VIRTUAL_ENV=str(env_dir))
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"Python: {env_dir}/bin/python (the active virtual environment)" in proc.stdout
+    assert "next:" not in proc.stdout  # already active: nothing to do next
+    assert not [c for c in fakes.called() if not c.startswith("python")]
+
+
+def test_virtualenv_wins_over_conda_and_conda_is_used_alone(tmp_path: Path, fakes: Fakes) -> None:
+    venv = _recording_env(tmp_path / "venv", fakes.calls)
+    conda = _recording_env(tmp_path / "conda", fakes.calls)
+    cmd = ["bash", str(SCRIPTS / "install.sh"), "--env-only"]
+    both = _run(cmd, fakes.env(VIRTUAL_ENV=str(venv), CONDA_PREFIX=str(conda)))
+    assert f"Python: {venv}/bin/python (the active virtual environment)" in both.stdout
+    alone = _run(cmd, fakes.env(CONDA_PREFIX=str(conda)))
+    assert alone.returncode == 0, alone.stderr
+    assert f"Python: {conda}/bin/python (the active conda environment)" in alone.stdout
+
+
+def test_a_broken_active_environment_is_named(tmp_path: Path, fakes: Fakes) -> None:
+    gone = tmp_path / "deleted-env"
+    proc = _run(
+        ["bash", str(SCRIPTS / "install.sh"), "--env-only"], fakes.env(VIRTUAL_ENV=str(gone))
+    )
+    assert proc.returncode != 0
+    assert f"VIRTUAL_ENV is {gone} but {gone}/bin/python does not exist" in proc.stderr
+    assert "deactivate" in proc.stderr
+
+
+def _repo_copy(tmp_path: Path) -> Path:
+    """A checkout in a path with a space and a non-ASCII character (only what install.sh reads)."""
+    repo = tmp_path / "my course é" / "bertcourse"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy2(SCRIPTS / "install.sh", repo / "scripts" / "install.sh")
+    return repo
+
+
+def _shadow_ensurepip(folder: Path) -> Path:
+    """PYTHONPATH folder whose `ensurepip` fails to import, as on Debian without python3-venv."""
+    (folder / "ensurepip").mkdir(parents=True)
+    (folder / "ensurepip" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'ensurepip'\")\n"
+    )
+    return folder
+
+
+def _venv_package() -> str:
+    """What install.sh should ask apt for: python3-venv for Debian's default python3."""
+    mine = f"{sys.version_info.major}.{sys.version_info.minor}"
+    debian = Path("/usr/bin/python3")
+    if debian.exists():
+        out = subprocess.run(
+            [str(debian), "-c", 'import sys; print("%d.%d" % sys.version_info[:2])'],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        if out == mine:
+            return "python3-venv"
+    return f"python{mine}-venv"
+
+
+def test_without_ensurepip_as_root_apt_installs_python3_venv_then_makes_dotvenv(
+    tmp_path: Path, fakes: Fakes
+) -> None:
+    repo = _repo_copy(tmp_path)
+    shadow = _shadow_ensurepip(tmp_path / "no-ensurepip")
+    fakes.add("id", 'if [ "$1" = -u ]; then echo 0; else exec /usr/bin/id "$@"; fi\n')
+    # "installing python3-venv" makes ensurepip importable again
+    fakes.add("apt-get", f'case "$*" in *install*) rm -rf "{shadow}/ensurepip" ;; esac\n')
+    # what Debian's failed `python3 -m venv` leaves behind: a .venv without pip
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    env = fakes.env(VENV_PYTHON=sys.executable, PYTHONPATH=str(shadow))
+
+    proc = _run(["bash", str(repo / "scripts" / "install.sh"), "--env-only"], env, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pkg = _venv_package()
+    apt = [c for c in fakes.called() if c.startswith("apt-get")]
+    assert apt[-1] == f"apt-get install -y -qq --no-install-recommends {pkg}", apt
+    assert "half-made environment" in proc.stdout
+    venv = repo / ".venv"
+    assert f"Python: {venv}/bin/python (the project's virtual environment)" in proc.stdout
+    # the one line the user needs next, relative to where they are
+    assert "== next: source .venv/bin/activate" in proc.stdout
+    assert not [c for c in fakes.called() if c.startswith(("npm", "node"))]
+
+    # from another folder: the path from there (or the full path), quoted, and it works as printed
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for cwd, shown in ((tmp_path, "my course é/bertcourse/.venv"), (elsewhere, str(venv))):
+        again = _run(["bash", str(repo / "scripts" / "install.sh"), "--env-only"], env, cwd=cwd)
+        assert again.returncode == 0, again.stderr
+        assert "creating the virtual environment" not in again.stdout  # kept, not made again
+        line = re.search(r"== next: (source '[^']+')", again.stdout)
+        assert line and line.group(1) == f"source '{shown}/bin/activate'", again.stdout
+        prefix = subprocess.run(
+            ["bash", "-c", f"{line.group(1)} && python -c 'import sys; print(sys.prefix)'"],
+            env={"PATH": "/usr/bin:/bin", "HOME": env["HOME"]},
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+        )
+        assert prefix.stdout.strip() == str(venv), prefix.stderr
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--version"]
+    assert subprocess.run(pip, capture_output=True).returncode == 0
+
+
+def test_without_ensurepip_and_without_root_it_says_what_to_install(
+    tmp_path: Path, fakes: Fakes
+) -> None:
+    repo = _repo_copy(tmp_path)
+    shadow = _shadow_ensurepip(tmp_path / "no-ensurepip")
+    fakes.add("id", 'if [ "$1" = -u ]; then echo 1000; else exec /usr/bin/id "$@"; fi\n')
+    fakes.add("sudo", "exit 1\n")  # `sudo -n true`: a password would be needed
+    env = fakes.env(VENV_PYTHON=sys.executable, PYTHONPATH=str(shadow))
+    proc = _run(["bash", str(repo / "scripts" / "install.sh")], env, cwd=repo)
+    assert proc.returncode != 0
+    assert "ensurepip is missing" in proc.stderr
+    assert f"`sudo apt-get install -y {_venv_package()}`" in proc.stderr
+    assert "not root, and no sudo" in proc.stderr
+    assert not (repo / ".venv").exists()
+    assert not [c for c in fakes.called() if c.startswith("apt-get")]
+
+
+# --- what the README's commands run -----------------------------------------------------------
+
+
+def test_build_book_needs_python_only(tmp_path: Path, fakes: Fakes) -> None:
+    """`build_book.sh` never calls apt-get, sudo, npm or node; `--check` adds Chromium's check."""
+    env_dir = _recording_env(tmp_path / "env", fakes.calls)
+    env = fakes.env(VIRTUAL_ENV=str(env_dir))
+    proc = _run(["bash", str(SCRIPTS / "build_book.sh")], env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = fakes.called()
+    assert not [c for c in calls if not c.startswith("python")], calls
+    builds = [c for c in calls if "jupyter_book" in c]
+    assert len(builds) == 1 and "build -W -n --keep-going ." in builds[0]
+    assert not [c for c in calls if "check_site.py" in c]
+    assert "chromium" not in proc.stdout.lower()  # not even looked for
+    assert f"file://{ROOT}/_build/html/index.html" in proc.stdout
+    assert (ROOT / "_mathjax" / "site" / "mathjax" / "tex-mml-chtml.js").is_file()
+
+    fakes.calls.write_text("")
+    checked = _run(["bash", str(SCRIPTS / "build_book.sh"), "--check"], env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert [c for c in fakes.called() if "check_site.py _build/html" in c]
+    if shutil.which("chromium", path=os.environ["PATH"]):
+        assert "Debian packages already there: chromium" in checked.stdout
+    assert not [c for c in fakes.called() if c.startswith(("npm", "node"))]
+
+
+def test_test_sh_lints_then_runs_pytest_with_the_arguments(tmp_path: Path, fakes: Fakes) -> None:
+    env_dir = _recording_env(tmp_path / "env", fakes.calls)
+    proc = _run(
+        ["bash", str(SCRIPTS / "test.sh"), "-k", "masks"], fakes.env(VIRTUAL_ENV=str(env_dir))
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    python = [c.removeprefix("python ").strip() for c in fakes.called() if c.startswith("python")]
+    steps = [c for c in python if c.startswith(("-m ruff", "-m pytest"))]
+    assert steps == [
+        "-m ruff check .",
+        "-m ruff format --check bertcourse tests benchmarks",
+        "-m pytest -p no:cacheprovider -n 2 --durations=15 -k masks",
+    ]
+    assert not [c for c in fakes.called() if c.startswith(("npm", "node"))]
+
+
+def test_a_failed_pip_install_stops_the_install(tmp_path: Path, fakes: Fakes) -> None:
+    """Issue 11: pip's error was filtered away and the user saw `No module named 'torch'`."""
+    env_dir = _recording_env(tmp_path / "env", fakes.calls, pip_fails=True)
+    proc = _run(["bash", str(SCRIPTS / "build_book.sh")], fakes.env(VIRTUAL_ENV=str(env_dir)))
+    assert proc.returncode != 0
+    assert "error: externally-managed-environment" in proc.stdout + proc.stderr
+    assert "pip install failed" in proc.stderr
+    calls = fakes.called()
+    assert not [c for c in calls if "jupyter_book" in c or "install-mathjax" in c], calls
+
+
+def _requirements_check() -> str:
+    text = (SCRIPTS / "install.sh").read_text()
+    return re.search(r"^_BERTCOURSE_CHECK='(.*?)^'$", text, flags=re.S | re.M).group(1)
+
+
+def _fake_editable_install(site: Path, checkout: Path) -> None:
+    """What `pip install -e <checkout>` records: a dist-info with direct_url.json (PEP 610)."""
+    info = site / "bertcourse-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bertcourse\nVersion: 0.1.0\n")
+    url = {"url": checkout.as_uri(), "dir_info": {"editable": True}}
+    (info / "direct_url.json").write_text(json.dumps(url))
+
+
+def test_the_requirements_check_names_what_is_missing(tmp_path: Path) -> None:
+    """install.sh skips pip only when every pin is installed and bertcourse is this checkout's."""
+    check = _requirements_check()
+    numpy = importlib.metadata.version("numpy")
+    repo, other, site = tmp_path / "my repo é", tmp_path / "other-clone", tmp_path / "site"
+    repo.mkdir()
+    other.mkdir()
+    _fake_editable_install(site, repo)  # found before the real one: PYTHONPATH comes first
+    env = dict(os.environ, PYTHONPATH=str(site))
+
+    def run(root: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", check, str(root)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=root,
+        )
+
+    (repo / "requirements.txt").write_text(f"# pins\nnumpy=={numpy}\n")
+    ok = run(repo)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    (repo / "requirements.txt").write_text(
+        f"numpy=={numpy}\ntqdm==0.0.1  # too old\nno-such-package-bertcourse==1.0\n"
+    )
+    bad = run(repo)
+    assert bad.returncode == 1
+    assert "tqdm==0.0.1 (have " in bad.stdout
+    assert "no-such-package-bertcourse==1.0 (not installed)" in bad.stdout
+    assert "numpy" not in bad.stdout
+    # pins satisfied, but bertcourse points at another clone: pip install -e . is needed, even
+    # though the checkout itself (the current folder) holds a bertcourse.egg-info
+    (other / "requirements.txt").write_text(f"numpy=={numpy}\n")
+    egg = other / "bertcourse.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: bertcourse\nVersion: 0.1.0\n")
+    elsewhere = run(other)
+    assert elsewhere.returncode == 1
+    assert f"bertcourse editable from {other} (have {repo})" in elsewhere.stdout
+
+
+# --- MathJax from PyPI -------------------------------------------------------------------------
+
+
+def test_mathjax_is_copied_complete_from_the_pypi_package(tmp_path: Path) -> None:
+    source, version = book_ext.mathjax_source()
+    assert version == "3.2.2"
+    assert source.name == "es5" and "site-packages" in source.parts
+    site = tmp_path / "site"
+    first = book_ext.install_mathjax(site)
+    assert first.copied and first.dest == site / "mathjax"
+    copied = book_ext.mathjax_files(first.dest)
+    assert copied == book_ext.mathjax_files(source)
+    js = (first.dest / "tex-mml-chtml.js").read_text(encoding="utf-8")
+    assert 'VERSION="3.2.2"' in js
+    fonts = [f for f in copied if f.startswith("output/chtml/fonts/woff-v2/")]
+    assert len(fonts) == 23 and all(f.endswith(".woff") for f in fonts)
+    for ext in ("ams.js", "physics.js", "mhchem.js", "boldsymbol.js"):
+        assert f"input/tex/extensions/{ext}" in copied, ext
+    assert list(site.iterdir()) == [site / "mathjax"]  # no temporary folder left behind
+
+    assert book_ext.install_mathjax(site).copied is False  # idempotent
+    damaged = first.dest / fonts[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])  # a truncated font is noticed and replaced
+    (first.dest / "input/tex/extensions/ams.js").unlink()
+    assert book_ext.install_mathjax(site).copied is True
+    assert book_ext.mathjax_files(first.dest) == copied
+
+
+def test_a_missing_mathjax_package_names_the_pip_command(monkeypatch) -> None:
+    def not_installed(name: str):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(book_ext.importlib.metadata, "distribution", not_installed)
+    with pytest.raises(
+        book_ext.MathJaxError, match=r"pip install django-static-mathjax==3\.2\.2\.1"
+    ):
+        book_ext.install_mathjax(Path("/nonexistent"))
+
+
+def test_the_book_serves_mathjax_from_the_folder_the_extension_fills() -> None:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
+    assert config["html_extra_path"] == ["_mathjax/site"]
+    # Sphinx resolves a relative mathjax_path from _static/
+    assert config["mathjax_path"] == f"../{book_ext.MATHJAX_FILE}"
+    pins = (ROOT / "requirements.txt").read_text().splitlines()
+    assert book_ext.MATHJAX_PIN in pins
+    for script in ("install_mathjax.sh", "install.sh", "build_book.sh"):
+        code = [ln for ln in (SCRIPTS / script).read_text().splitlines() if not ln.startswith("#")]
+        assert not [ln for ln in code if re.search(r"\b(npm|node)\b", ln)], script
+
+
+def test_the_book_extension_copies_mathjax_before_sphinx_checks_the_folder(tmp_path: Path) -> None:
+    """Sphinx drops html_extra_path entries that do not exist (config-inited, priority 800), so
+    the copy must come first: on a fresh clone `_mathjax/site` does not exist yet."""
+    connected: list[tuple[str, object, int]] = []
+
+    class FakeApp:
+        srcdir = str(tmp_path)
+
+        def connect(self, event: str, handler, priority: int = 500) -> None:
+            connected.append((event, handler, priority))
+
+        def add_config_value(self, *args) -> None:
+            pass
+
+    book_ext.setup(FakeApp())
+    (event, _, priority) = next(c for c in connected if c[1] is book_ext._provide_mathjax)
+    assert event == "config-inited" and priority < 800
+
+    class Config:
+        bertcourse_mathjax_site = "_mathjax/site"
+        html_extra_path = ["_mathjax/site"]
+
+    book_ext._provide_mathjax(FakeApp(), Config())
+    assert (tmp_path / "_mathjax" / "site" / book_ext.MATHJAX_FILE).is_file()
+    Config.html_extra_path = ["_static_extra"]
+    with pytest.raises(book_ext.ExtensionError, match="not in html_extra_path"):
+        book_ext._provide_mathjax(FakeApp(), Config())
