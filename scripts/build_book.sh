@@ -22,7 +22,7 @@ done
 
 install_args=()
 if [ "$check" = 1 ]; then install_args+=(--chromium); fi
-# shellcheck source=install.sh
+# shellcheck source=scripts/install.sh
 source scripts/install.sh ${install_args[@]+"${install_args[@]}"}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_PROGRESS_BARS=1
 export TOKENIZERS_PARALLELISM=false PYDEVD_DISABLE_FILE_VALIDATION=1

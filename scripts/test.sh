@@ -8,7 +8,7 @@
 set -euo pipefail
 _BC_CALLER_PWD="$PWD"
 cd "$(dirname "$0")/.."
-# shellcheck source=install.sh
+# shellcheck source=scripts/install.sh
 source scripts/install.sh --chromium --postgresql
 if [ -n "$BERTCOURSE_NEXT" ]; then
   trap 'echo "== next: $BERTCOURSE_NEXT   (then python, jupyter lab, nbgrader, pytest are the project'"'"'s)"' EXIT
