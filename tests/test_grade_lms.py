@@ -367,6 +367,18 @@ def test_daylight_saving_change_counts_elapsed_hours(policy):
     assert r.penalty == pytest.approx(7 * 0.23)
 
 
+def test_an_extension_of_days_keeps_the_time_of_day_across_dst():
+    policy = late.parse_policy(
+        'timezone = "Europe/Berlin"\n[assignments.a]\ndue = 2026-03-28T12:00:00\n'
+        '[[extensions]]\nstudent = "s"\ndays = 1\n'
+    )
+    due, _ = policy.due_for("a", "s")
+    assert due == dt.datetime(2026, 3, 29, 12, 0, tzinfo=BERLIN)  # 23 h later: clocks went forward
+    assert due.astimezone(UTC) == dt.datetime(2026, 3, 29, 10, 0, tzinfo=UTC)
+    noon = dt.datetime(2026, 3, 29, 10, 0, 1, tzinfo=UTC)
+    assert late.apply(policy, "a", "s", noon, 1, 1).units_late == 1
+
+
 def test_naive_submission_time_is_utc_as_in_nbgrader(policy):
     naive = dt.datetime(2026, 2, 6, 23, 0)  # 23:00 UTC = 00:00 CET: one minute late... in grace
     r = judge(policy, naive)

@@ -30,6 +30,8 @@ How a submission is judged (`apply`):
 
 * Lateness is elapsed time after the effective due date (the assignment's, moved by the
   student's extension), so a daylight-saving change in between does not add or remove an hour.
+  An extension of days or hours moves the due date on the wall clock of its zone (one day:
+  the same time of day, the next day, even across a daylight-saving change).
   Submitted exactly at the due date is on time. Within the grace period: on time, no penalty.
 * Past the grace period, the time late is counted from the due date and rounded *up* to whole
   days or hours (one second late = one day late with `per = "day"`).
