@@ -205,7 +205,7 @@ def test_trained_wordpiece_is_small(sample_docs):
     a = data.train_wordpiece(sample_docs, vocab_size=1000)
     b = data.train_wordpiece(sample_docs, vocab_size=1000)
     # tokenizers breaks ties between equally frequent merges in hash-map order, so two
-    # trainings may differ in a few pieces (hence load_tokenizer caches the trained one).
+    # trainings may differ in a few pieces (hence data.corpus_tokenizer caches the trained one).
     va, vb = set(a.get_vocab()), set(b.get_vocab())
     assert len(va & vb) >= 0.98 * len(va)
     v = data.Vocab.from_tokenizer(a)
@@ -344,3 +344,17 @@ def test_nsp_needs_two_documents():
     corpus = synthetic_corpus(n_docs=1)
     with pytest.raises(ValueError, match="at least 2"):
         data.NspPairs(corpus)
+
+
+def test_data_is_the_front_door_of_the_split_modules():
+    from bertcourse import corpus, loaders
+
+    # The stages live in their own modules; bertcourse.data re-exports them unchanged.
+    assert data.stdlib_corpus is corpus.stdlib_corpus and data.Document is corpus.Document
+    assert data.pretraining_dataloader is loaders.pretraining_dataloader
+    assert data.eval_batches is loaders.eval_batches and data.NspPairs is loaders.NspPairs
+    # One function per name: the corpus tokenizer (tokenizers.Tokenizer) is corpus_tokenizer;
+    # load_tokenizer is its old name here (bertcourse.hf.load_tokenizer is transformers').
+    assert data.load_tokenizer is data.corpus_tokenizer
+    tok = data.corpus_tokenizer("bert")
+    assert type(tok).__module__.startswith("tokenizers") and tok.get_vocab_size() == 30522
