@@ -373,12 +373,23 @@ def main(argv: list[str] | None = None) -> int:
     args.screenshots.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     course = work / "course"
+    step = time.perf_counter()
+
+    def lap(what: str) -> None:
+        nonlocal step
+        print(f"[{time.perf_counter() - step:5.1f} s] {what}")
+        step = time.perf_counter()
+
     notebook = build_course(course)
+    lap("course and submissions (nbgrader generate_assignment)")
     autograde(course)
+    lap("nbgrader autograde, 3 students")
     print(f"graded by nbgrader: {gradebook_rows(course, ASSIGNMENT, notebook)}")
     regrade_with_bertcourse(course, ASSIGNMENT, ["carol"])
+    lap("python -m bertcourse.grade --student carol")
     expected = gradebook_rows(course, ASSIGNMENT, notebook)
     with jupyter_lab(course, work / "jupyter") as lab, chromium_page() as page:
+        lap("JupyterLab and Chromium started")
         print(
             "lab panel:", open_formgrader_in_lab(page, lab, args.screenshots / "formgrader_lab.png")
         )
@@ -392,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         shown = notebook_gradebook(
             page, lab, ASSIGNMENT, notebook, args.screenshots / "formgrader_gradebook.png"
         )
+    lap("formgrader pages read, screenshots taken")
     print("gradebook page:", shown)
     problems = [
         f"{line.student}: the page shows {line}, the gradebook {expected[line.student]}"

@@ -22,6 +22,7 @@ from bertcourse.grade.lms import (
     GradeRow,
     RosterEntry,
     load_roster,
+    read_grades_csv,
     write_canvas_csv,
     write_moodle_csv,
 )
@@ -243,6 +244,27 @@ def test_late_verdict_reaches_both_files(tmp_path):
     ]
     write_canvas_csv([row], tmp_path / "c.csv")
     assert cells(tmp_path / "c.csv")[2][5] == "5.3"
+
+
+def test_read_the_graders_csv(tmp_path):
+    path = tmp_path / "grades.csv"
+    path.write_text(
+        "student_id,assignment,status,score,max_score,sdpa_tests,detail\n"
+        "alice,ch01_attention,graded,7,7,3,\n"
+        "bob,ch01_attention,tampered,2.5,7,0,\"edited test cell 'sdpa_tests'\"\n"
+        "carol,ch01_attention,pending,,7,,\n"
+    )
+    assert read_grades_csv(path) == [
+        GradeRow("alice", "ch01_attention", 7.0, 7.0, "graded"),
+        GradeRow("bob", "ch01_attention", 2.5, 7.0, "tampered"),
+        GradeRow("carol", "ch01_attention", None, 7.0, "pending"),
+    ]
+    path.write_text("student_id,assignment,score\nalice,a,1\n")
+    with pytest.raises(ValueError, match="line 1: no column status, max_score"):
+        read_grades_csv(path)
+    path.write_text("student_id,assignment,status,score,max_score\nalice,a,graded,seven,7\n")
+    with pytest.raises(ValueError, match="line 2"):
+        read_grades_csv(path)
 
 
 # --- the late policy ------------------------------------------------------------------------

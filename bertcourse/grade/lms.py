@@ -164,6 +164,29 @@ def load_roster(path: str | Path) -> dict[str, RosterEntry]:
     return roster
 
 
+def read_grades_csv(path: str | Path) -> list[GradeRow]:
+    """The rows of the CSV that `python -m bertcourse.grade` writes (student_id, assignment,
+    status, score, max_score, ...; other columns are ignored). An empty score reads as None."""
+    path = Path(path)
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        needed = ("student_id", "assignment", "status", "score", "max_score")
+        missing = [c for c in needed if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: line 1: no column {', '.join(missing)}")
+        rows = []
+        for row in reader:
+            try:
+                score = float(row["score"]) if row["score"].strip() else None
+                max_score = float(row["max_score"])
+            except ValueError as error:
+                raise ValueError(f"{path}: line {reader.line_num}: {error}") from error
+            rows.append(
+                GradeRow(row["student_id"], row["assignment"], score, max_score, row["status"])
+            )
+    return rows
+
+
 # --- Canvas ---------------------------------------------------------------------------------
 
 
