@@ -91,6 +91,8 @@ def test_canvas_header_satisfies_the_importer(out):
     ]
     assert "Points Possible" in points[0] and points[5:] == ["3", "5"]
     assert student[3] == "alice" and student[5:] == ["1", "2"]
+    write_canvas_csv([GradeRow("alice", "a", 1, 3)], out, points_possible_row=False)
+    assert read(out) == "Student,ID,SIS User ID,SIS Login ID,Section,a\r\n,,,alice,,1\r\n"
 
 
 def test_canvas_roster_and_odd_names_are_quoted(out, tmp_path):

@@ -21,7 +21,8 @@ instructure/canvas-lms, `lib/gradebook_importer.rb`, read for this module):
   a title that itself ends in "(digits)" is refused, and so is one containing a name the importer
   strips as a total column ("Current Score", "Final Grade", ...). Any other extra column would
   also become an assignment: the Canvas file has no status or comment column.
-* A row whose first cell contains "Points Possible" gives each assignment's points.
+* A row whose first cell contains "Points Possible" gives each assignment's points (the importer
+  copies them onto the assignment, so they must be the points it has in Canvas); optional.
 * An empty cell is "no score" to the importer; held submissions (below) are left empty and a
   student with nothing to import is left out.
 
@@ -200,6 +201,7 @@ def write_canvas_csv(
     titles: Mapping[str, str] | None = None,
     hold: Collection[str] = HOLD,
     decimals: int = 2,
+    points_possible_row: bool = True,
 ) -> ExportSummary:
     """A file for Canvas's Grades > Import: one row per student, one column per assignment.
 
@@ -218,16 +220,9 @@ def write_canvas_csv(
     header = [*CANVAS_STUDENT_COLUMNS]
     for a in assignments:
         header.append(_canvas_column(a, (assignment_ids or {}).get(a), (titles or {}).get(a, a)))
-    body = [
-        [
-            CANVAS_POINTS_POSSIBLE,
-            "",
-            "",
-            "",
-            "",
-            *(_number(max_scores[a], decimals) for a in assignments),
-        ]
-    ]
+    points = [CANVAS_POINTS_POSSIBLE, "", "", "", ""]
+    points += [_number(max_scores[a], decimals) for a in assignments]
+    body: list[list[str]] = []
     entries = _roster_entries(sorted(table), roster, "Canvas")
     for student in sorted(table):
         entry = entries.get(student)
@@ -265,8 +260,8 @@ def write_canvas_csv(
                 *cells,
             ]
         )
-    _write(path, [header, *body])
-    return ExportSummary(str(path), len(body) - 1, assignments, held)
+    _write(path, [header, points, *body] if points_possible_row else [header, *body])
+    return ExportSummary(str(path), len(body), assignments, held)
 
 
 def _canvas_column(assignment: str, canvas_id: int | str | None, title: str) -> str:
