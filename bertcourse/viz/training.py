@@ -30,6 +30,7 @@ __all__ = [
     "plot_parameter_breakdown",
     "plot_similarity_matrix",
     "plot_fill_mask",
+    "plot_speed_ladder",
 ]
 
 
@@ -514,6 +515,42 @@ def plot_fill_mask(
         ax.set_xlim(0, max(1e-9, probs.max()) * 1.15)
         ax.set_xlabel("probability")
         ax.set_title(textwrap.fill(sentence, 40), fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+# --- Appendix: making BERT fast on a CPU ------------------------------------------------------
+
+
+def plot_speed_ladder(
+    names: Sequence[str],
+    tokens_per_s: Sequence[float],
+    mfu: Sequence[float],
+    *,
+    title: str = "The speed ladder",
+) -> Figure:
+    """Two panels of horizontal bars, one bar per rung (top = first): training tokens per
+    second, and model FLOPs utilisation (share of the measured matmul peak).
+
+    Args:
+        names: (R,) what each rung adds.
+        tokens_per_s: (R,) real (unpadded) tokens per second.
+        mfu: (R,) model FLOPs per second / peak, in [0, 1].
+    """
+    t, u = as_array(tokens_per_s), as_array(mfu)
+    _check_same_length(names=np.arange(len(names)), tokens_per_s=t, mfu=u)
+    y = np.arange(len(names))[::-1]
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 0.45 * len(names) + 1.4), sharey=True)
+    axes[0].barh(y, t, color=BLUE)
+    axes[0].set_xlabel("training tokens per second")
+    axes[1].barh(y, 100 * u, color=ORANGE)
+    axes[1].set_xlabel("MFU (% of the measured fp32 matmul peak)")
+    for ax, values, fmt in ((axes[0], t, "{:,.0f}"), (axes[1], 100 * u, "{:.1f}%")):
+        for yi, v in zip(y, values):
+            ax.text(v, yi, " " + fmt.format(v), va="center", fontsize=8)
+        ax.set_xlim(0, 1.25 * max(values.max(), 1e-9))
+    axes[0].set_yticks(y, list(names))
     fig.suptitle(title)
     fig.tight_layout()
     return fig
