@@ -23,8 +23,9 @@ instructure/canvas-lms, `lib/gradebook_importer.rb`, read for this module):
   also become an assignment: the Canvas file has no status or comment column.
 * A row whose first cell contains "Points Possible" gives each assignment's points (the importer
   copies them onto the assignment, so they must be the points it has in Canvas); optional.
-* An empty cell is "no score" to the importer; held submissions (below) are left empty and a
-  student with nothing to import is left out.
+* An empty cell (or "-") is "no score" to the importer; where Canvas already holds a score, its
+  import preview lists the cell as a change. Held submissions (below) are left empty, a student
+  with nothing to import is left out: with several assignments in one file, read the preview.
 
 Moodle ("Grade import", CSV; the parser is `gradeimport_csv_load_data` in moodle/moodle,
 `grade/import/csv/classes/load_data.php`):
@@ -36,9 +37,9 @@ Moodle ("Grade import", CSV; the parser is `gradeimport_csv_load_data` in moodle
   number, "Map to" username/useremail/useridnumber), the grade column to a grade item, and the
   feedback column to "feedback for" that item. Other columns are ignored unless mapped.
 * A user that Moodle cannot find aborts the whole import, so every row must be a real user:
-  students missing from the roster are an error here. An empty cell or "-" means *no grade*,
-  which would erase a grade already there, so held submissions are left out and a file holds
-  one assignment. Grades above `gradepointmax` (100 unless the site allows more) are refused
+  students missing from the roster are an error here. An empty cell or "-" is imported as
+  "no grade" (`finalgrade = null`), so held submissions are left out and a file holds one
+  assignment: a row never carries a cell for a grade it should not touch. Grades above `gradepointmax` (100 unless the site allows more) are refused
   by Moodle; they are refused here first.
 
 Both files: UTF-8 without a byte-order mark, RFC 4180 quoting (Python's csv module), scores
