@@ -11,8 +11,10 @@
 #
 # **How to work.** Write your code where a cell says `# YOUR CODE HERE`, replacing the
 # `raise NotImplementedError()`, then run the test cell below it (`OK ...` or a message).
-# Hidden tests run at grading time with other inputs. The functions of
-# `bertcourse.tokenization` that a part asks you to write are disabled while it is checked.
+# Hidden tests run at grading time with other inputs. What a part asks you to write is
+# disabled while it is checked, in `bertcourse.tokenization` and in the libraries that have it
+# (`tokenizers`' BERT normalizer, pre-tokenizer and WordPiece model, transformers'
+# tokenizers): an answer that calls them earns nothing.
 # Check everything with **Validate** (or `nbgrader validate`).
 #
 # Everything here is plain Python: strings, lists of strings, lists of ints.
@@ -24,6 +26,7 @@ from bertcourse import grading
 from bertcourse import tokenization as tk
 from bertcourse.tokenization import clean_text, is_punctuation, space_chinese_chars
 
+# What the parts ask you to write, in bertcourse and in the libraries that have it too.
 FORBID = (
     "bertcourse.tokenization.split_on_punctuation",
     "bertcourse.tokenization.basic_tokenize",
@@ -32,6 +35,15 @@ FORBID = (
     "bertcourse.tokenization.truncated_lengths",
     "bertcourse.tokenization.BertTokenizer.tokenize",
     "bertcourse.tokenization.BertTokenizer.encode",
+    "tokenizers.normalizers.BertNormalizer",
+    "tokenizers.pre_tokenizers.BertPreTokenizer",
+    "tokenizers.models.WordPiece",
+    "transformers.models.bert.tokenization_bert.BertTokenizer.__init__",
+    "transformers.models.bert.tokenization_bert_legacy.BertTokenizerLegacy.__init__",
+    "transformers.models.bert.tokenization_bert_legacy.BasicTokenizer.tokenize",
+    "transformers.models.bert.tokenization_bert_legacy.BasicTokenizer._run_split_on_punc",
+    "transformers.models.bert.tokenization_bert_legacy.BasicTokenizer._run_strip_accents",
+    "transformers.models.bert.tokenization_bert_legacy.WordpieceTokenizer.tokenize",
 )
 VOCAB = sorted(tk.load_bert_uncased().vocab)  # the 30,522 pieces of bert-base-uncased
 
