@@ -319,8 +319,8 @@ def write_moodle_csv(
     )
     if len(assignments) != 1:
         raise ValueError(
-            f"a Moodle file holds one assignment (an empty cell would erase the grade of another "
-            f"one), got {len(assignments)}: {', '.join(assignments) or 'none'}"
+            f"a Moodle file holds one assignment (an empty cell is imported as 'no grade' for "
+            f"the other), got {len(assignments)}: {', '.join(assignments) or 'none'}"
         )
     (assignment,) = assignments
     item = item_name or assignment
