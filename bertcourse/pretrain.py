@@ -778,6 +778,72 @@ def _prepare(cfg: PretrainConfig, dist: Dist) -> tuple[Session, TokenizedCorpus,
     return session, heldout, {"corpus": corpus}
 
 
+def _report(
+    s: Session,
+    corpus: TokenizedCorpus,
+    heldout: TokenizedCorpus,
+    final: dict,
+    run_total: BatchStats,
+    step_seconds: float,
+    peak: float | None,
+    *,
+    stop_reason: str,
+    batches_per_epoch: int,
+    wall_seconds: float,
+) -> dict:
+    """Write ``report.json`` (and the plots) and log the summary line; returns the report.
+
+    ``tokens_per_second`` is over all training time of the run (evaluations included, as the
+    earlier reports); ``mfu`` and ``model_flops_per_second`` over this invocation's steps only.
+    """
+    cfg, state, model = s.cfg, s.state, s.model
+    flops_per_s = run_total.flops / max(step_seconds, 1e-9)
+    report = {
+        "config": dataclasses.asdict(cfg),
+        "model_config": model.config.to_dict(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "stopped_by": stop_reason,
+        "steps_done": state["step"],
+        "epochs_done": state["epoch"] + state["batch_in_epoch"] / max(batches_per_epoch, 1),
+        "tokens_seen": state["tokens"],
+        "train_seconds": state["train_seconds"],
+        "wall_seconds_this_run": wall_seconds,
+        "tokens_per_second": state["tokens"] / max(state["train_seconds"], 1e-9),
+        "padding_share": run_total.padding_share,
+        "model_flops_per_second": flops_per_s,
+        "matmul_peak_flops_per_second": peak,
+        "mfu": flops_per_s / peak if peak else None,
+        "world_size": s.dist.world_size,
+        "device": str(s.dist.device),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "corpus": {
+            "source": corpus.meta.get("source", "stdlib"),
+            "tokenizer": cfg.tokenizer,
+            "vocab_size": s.vocab.size,
+            "train": s.train_corpus.stats(),
+            "heldout": heldout.stats(),
+        },
+        "unigram_baseline": s.baseline,
+        "final_eval": final,
+        "mlm_acc_over_baseline": final["mlm_acc"] / max(s.baseline["mlm_acc"], 1e-12),
+        "history": state["history"],
+    }
+    (s.out_dir / "report.json").write_text(json.dumps(report, indent=2))
+    if cfg.plots:
+        report["plots"] = save_plots(report, s.out_dir)
+    mfu_text = f", MFU {report['mfu']:.0%}" if peak else ""
+    s.log(
+        f"done: {state['step']} steps in {state['train_seconds']:.0f} s "
+        f"({report['tokens_per_second']:,.0f} tokens/s{mfu_text}, "
+        f"{report['padding_share']:.1%} padding); held-out MLM acc "
+        f"{final['mlm_acc']:.3f} = {report['mlm_acc_over_baseline']:.2f}x the unigram "
+        f"baseline {s.baseline['mlm_acc']:.3f}; NSP acc {final['nsp_acc']:.3f}. "
+        f"Report: {s.out_dir / 'report.json'}"
+    )
+    return report
+
+
 def train(cfg: PretrainConfig) -> TrainResult:
     """:func:`run`, also returning the trained model and the tokenizer."""
     t_start = time.perf_counter()
@@ -845,6 +911,7 @@ def train(cfg: PretrainConfig) -> TrainResult:
     window, t_window = BatchStats(), time.perf_counter()  # sums since the last log line
     run_total = BatchStats()  # this invocation's sums (tokens/s, padding, MFU)
     batches_per_epoch = steps_this_run = 0
+    side_seconds = 0.0  # evaluations and checkpoints inside the loop
     stop_reason = "steps"
     t_train = time.perf_counter()
     train_seconds_before = state["train_seconds"]
@@ -899,12 +966,13 @@ def train(cfg: PretrainConfig) -> TrainResult:
                         refresh=False,
                     )
             state["train_seconds"] = train_seconds_before + time.perf_counter() - t_train
+            t_side = time.perf_counter()
             if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < cfg.steps:
                 s.evaluate()
-                t_window = time.perf_counter()  # tokens/s counts training time only
             if cfg.checkpoint_every and state["step"] % cfg.checkpoint_every == 0:
                 s.checkpoint()
-                t_window = time.perf_counter()
+            side_seconds += time.perf_counter() - t_side
+            t_window += time.perf_counter() - t_side  # tokens/s and MFU count the steps only
             if state["step"] >= cfg.steps:
                 break
             if cfg.stop_after is not None and steps_this_run >= cfg.stop_after:
@@ -928,51 +996,10 @@ def train(cfg: PretrainConfig) -> TrainResult:
     s.checkpoint()
     report: dict = {}
     if dist.is_main:
-        corpus = extra["corpus"]
-        flops_per_s = run_total.flops / max(train_seconds_this_run, 1e-9)
-        report = {
-            "config": dataclasses.asdict(cfg),
-            "model_config": model.config.to_dict(),
-            "parameters": n_params,
-            "stopped_by": stop_reason,
-            "steps_done": state["step"],
-            "epochs_done": state["epoch"] + state["batch_in_epoch"] / max(batches_per_epoch, 1),
-            "tokens_seen": state["tokens"],
-            "train_seconds": state["train_seconds"],
-            "wall_seconds_this_run": time.perf_counter() - t_start,
-            "tokens_per_second": state["tokens"] / max(state["train_seconds"], 1e-9),
-            "padding_share": run_total.padding_share,
-            "model_flops_per_second": flops_per_s,
-            "matmul_peak_flops_per_second": peak,
-            "mfu": flops_per_s / peak if peak else None,
-            "world_size": dist.world_size,
-            "device": str(dist.device),
-            "threads": torch.get_num_threads(),
-            "torch": torch.__version__,
-            "corpus": {
-                "source": corpus.meta.get("source", "stdlib"),
-                "tokenizer": cfg.tokenizer,
-                "vocab_size": s.vocab.size,
-                "train": s.train_corpus.stats(),
-                "heldout": heldout.stats(),
-            },
-            "unigram_baseline": s.baseline,
-            "final_eval": final,
-            "mlm_acc_over_baseline": final["mlm_acc"] / max(s.baseline["mlm_acc"], 1e-12),
-            "history": state["history"],
-        }
-        (s.out_dir / "report.json").write_text(json.dumps(report, indent=2))
-        if cfg.plots:
-            report["plots"] = save_plots(report, s.out_dir)
-        mfu_text = f", MFU {report['mfu']:.0%}" if peak else ""
-        s.log(
-            f"done: {state['step']} steps in {state['train_seconds']:.0f} s "
-            f"({report['tokens_per_second']:,.0f} tokens/s{mfu_text}, "
-            f"{report['padding_share']:.1%} padding); held-out MLM acc "
-            f"{final['mlm_acc']:.3f} = {report['mlm_acc_over_baseline']:.2f}x the unigram "
-            f"baseline {s.baseline['mlm_acc']:.3f}; NSP acc {final['nsp_acc']:.3f}. "
-            f"Report: {s.out_dir / 'report.json'}"
-        )
+        step_seconds = train_seconds_this_run - side_seconds
+        report = _report(s, extra["corpus"], heldout, final, run_total, step_seconds, peak,
+                         stop_reason=stop_reason, batches_per_epoch=batches_per_epoch,
+                         wall_seconds=time.perf_counter() - t_start)  # fmt: skip
     if dist.enabled:
         torch.distributed.barrier()
     return TrainResult(model, s.tokenizer, report)
