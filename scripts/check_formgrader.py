@@ -126,9 +126,17 @@ def build_course(course: Path, assignment: str = ASSIGNMENT) -> str:
     return notebook
 
 
+NAMES = {"alice": ("Alice", "Doe"), "bob": ("Bob", "Roe"), "carol": ("Carol", "Poe")}
+
+
 def autograde(course: Path, assignment: str = ASSIGNMENT) -> str:
-    """One `nbgrader autograde` for every submission; returns its log."""
+    """One `nbgrader autograde` for every submission (then the students' names); its log."""
     result = run([sys.executable, "-m", "nbgrader", "autograde", assignment, "--create"], course)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / '.grading' / 'gradebook.db'}", "bertcourse") as gb:
+        for student, (first, last) in NAMES.items():
+            gb.update_or_create_student(student, first_name=first, last_name=last)
     return result.stdout + result.stderr
 
 
@@ -268,6 +276,7 @@ class SubmissionLine:
     """A line of Manage Submissions."""
 
     student: str
+    name: str  # "Doe, Alice"
     status: str
     score: str  # "7 / 7"
 
@@ -276,7 +285,7 @@ class SubmissionLine:
 class GradebookLine:
     """A line of the notebook's gradebook (Manual Grading > assignment > notebook)."""
 
-    student: str
+    name: str  # "Doe, Alice" (the student id when the gradebook has no name)
     score: str
     failed_tests: bool
     flagged: bool
@@ -325,6 +334,7 @@ def manage_submissions(
     lines = [
         SubmissionLine(
             rows.nth(i).locator("td.student-id").inner_text(),
+            rows.nth(i).locator("td.student-name").inner_text(),
             rows.nth(i).locator("td.status").inner_text(),
             rows.nth(i).locator("td.score").inner_text(),
         )
@@ -405,16 +415,16 @@ def main(argv: list[str] | None = None) -> int:
         )
     lap("formgrader pages read, screenshots taken")
     print("gradebook page:", shown)
-    problems = [
-        f"{line.student}: the page shows {line}, the gradebook {expected[line.student]}"
-        for line in shown
-        if (line.score, line.failed_tests, line.flagged)
-        != (
-            score_text(expected[line.student]),
-            expected[line.student].failed_tests,
-            expected[line.student].flagged,
-        )
-    ]
+    student_of = {f"{last}, {first}": s for s, (first, last) in NAMES.items()}
+    problems = []
+    for line in shown:
+        row = expected[student_of.get(line.name, line.name)]
+        if (line.score, line.failed_tests, line.flagged) != (
+            score_text(row),
+            row.failed_tests,
+            row.flagged,
+        ):
+            problems.append(f"{row.student}: the page shows {line}, the gradebook {row}")
     print(f"{time.perf_counter() - start:.1f} s; screenshots in {args.screenshots}")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -64,21 +64,28 @@ def test_formgrader_shows_the_graded_submissions(tmp_path):
         counts = fg.manage_assignments(page, lab)
         assert counts == {a: 3 if a == A else 0 for a in assignments}
         submissions = fg.manage_submissions(page, lab, A, shots / "formgrader_submissions.png")
-        assert sorted((line.student, line.status, line.score) for line in submissions) == [
-            (s, "graded", fg.score_text(expected[s])) for s in STUDENTS
+        assert sorted(
+            (line.student, line.name, line.status, line.score) for line in submissions
+        ) == [
+            (s, f"{fg.NAMES[s][1]}, {fg.NAMES[s][0]}", "graded", fg.score_text(expected[s]))
+            for s in STUDENTS
         ]
         shown = fg.notebook_gradebook(page, lab, A, notebook, shots / "formgrader_gradebook.png")
-    shown = sorted(shown, key=lambda line: line.student)  # the page orders by submission id
-    assert shown == [
-        fg.GradebookLine(
-            s, fg.score_text(expected[s]), expected[s].failed_tests, expected[s].flagged
+    student_of = {f"{last}, {first}": s for s, (first, last) in fg.NAMES.items()}
+    shown = {student_of[line.name]: line for line in shown}  # the page orders by submission id
+    assert shown == {
+        s: fg.GradebookLine(
+            f"{fg.NAMES[s][1]}, {fg.NAMES[s][0]}",
+            fg.score_text(expected[s]),
+            expected[s].failed_tests,
+            expected[s].flagged,
         )
         for s in STUDENTS
-    ]
-    assert [(line.student, line.failed_tests, line.flagged) for line in shown] == [
-        ("alice", False, False),
-        ("bob", True, False),
-        ("carol", False, True),
-    ]
+    }
+    assert {s: (line.failed_tests, line.flagged) for s, line in shown.items()} == {
+        "alice": (False, False),
+        "bob": (True, False),
+        "carol": (False, True),
+    }
     for name in ("lab", "submissions", "gradebook"):
         assert (shots / f"formgrader_{name}.png").stat().st_size > 10_000
