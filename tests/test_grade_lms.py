@@ -261,6 +261,14 @@ def test_read_the_graders_csv(tmp_path):
         GradeRow("bob", "ch01_attention", 2.5, 7.0, "tampered"),
         GradeRow("carol", "ch01_attention", None, 7.0, "pending"),
     ]
+    path.write_text(
+        "student_id,assignment,status,score,late_penalty,max_score,late\n"
+        "alice,a,graded,6,0.7,7,late by 2 h: -0.7\n"
+        "bob,a,graded,5,,7,\n"
+    )
+    alice, bob = read_grades_csv(path)
+    assert (alice.final_score, alice.comment) == (pytest.approx(5.3), "graded; late by 2 h: -0.7")
+    assert (bob.final_score, bob.comment) == (5.0, "graded")
     path.write_text("student_id,assignment,score\nalice,a,1\n")
     with pytest.raises(ValueError, match="line 1: no column status, max_score"):
         read_grades_csv(path)

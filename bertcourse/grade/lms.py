@@ -168,7 +168,8 @@ def load_roster(path: str | Path) -> dict[str, RosterEntry]:
 
 def read_grades_csv(path: str | Path) -> list[GradeRow]:
     """The rows of the CSV that `python -m bertcourse.grade` writes (student_id, assignment,
-    status, score, max_score, ...; other columns are ignored). An empty score reads as None."""
+    status, score, max_score; if present, late_penalty and late, the late policy's points and
+    explanation; other columns are ignored). An empty score reads as None."""
     path = Path(path)
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
@@ -181,10 +182,19 @@ def read_grades_csv(path: str | Path) -> list[GradeRow]:
             try:
                 score = float(row["score"]) if row["score"].strip() else None
                 max_score = float(row["max_score"])
+                penalty = float(row.get("late_penalty") or 0.0)
             except ValueError as error:
                 raise ValueError(f"{path}: line {reader.line_num}: {error}") from error
             rows.append(
-                GradeRow(row["student_id"], row["assignment"], score, max_score, row["status"])
+                GradeRow(
+                    row["student_id"],
+                    row["assignment"],
+                    score,
+                    max_score,
+                    row["status"],
+                    late_penalty=penalty,
+                    late_explanation=row.get("late") or "",
+                )  # fmt: skip
             )
     return rows
 
