@@ -21,8 +21,10 @@ What one run does:
    tiny model it trains ~1.75x more steps per second than bert-base-uncased's 30,522 pieces
    and learns about as much per step, more at ``[MASK]`` positions; see
    ``benchmarks/RESULTS.md``. ``--tokenizer bert`` uses the real vocabulary),
-   cached in ``~/.cache/bertcourse``; ~5% of the documents are held out for evaluation. Each epoch cuts new NSP pairs (:mod:`bertcourse.nsp`); every
-   batch gets fresh MLM masks (:func:`bertcourse.mlm.mask_tokens`).
+   cached in ``~/.cache/bertcourse``; ~5% of the documents are held out for evaluation.
+   Each epoch cuts new NSP pairs (:mod:`bertcourse.nsp`); every batch gets fresh MLM masks
+   (:func:`bertcourse.mlm.mask_tokens`). ``--packing`` puts several pairs in each row
+   (:mod:`bertcourse.packing`): no padding.
 2. Model: :class:`bertcourse.BertForPreTraining` (tiny, mini, base, or custom sizes).
 3. Optimizer: :class:`bertcourse.optim.AdamW` on :func:`bertcourse.optim.bert_param_groups`
    (no decay for LayerNorm and biases), linear warm-up then linear decay
@@ -30,9 +32,9 @@ What one run does:
    original's), gradients clipped to norm 1.0.
 4. A tqdm bar with loss, MLM accuracy, NSP accuracy, tokens/s and MFU (model FLOPs per
    second over the fp32 matmul peak measured at the start, :mod:`bertcourse.flops`); held-out
-   evaluation every ``--eval-every`` steps; a checkpoint (``model.safetensors`` + optimizer, scheduler and
-   data position) every ``--checkpoint-every`` steps and at the end; ``report.json`` with
-   every figure, ``curves.png`` (losses, accuracies) and ``lr.png``.
+   evaluation every ``--eval-every`` steps; a checkpoint (``model.safetensors`` + optimizer,
+   scheduler and data position) every ``--checkpoint-every`` steps and at the end;
+   ``report.json`` with every figure, ``curves.png`` (losses, accuracies) and ``lr.png``.
 
 A time budget: ``--max-minutes M`` without ``--steps`` times a few real steps (then undoes
 them), and sets the steps so that training, the evaluations and the final checkpoint fit in M
