@@ -73,7 +73,8 @@ def _redact(nb: nbformat.NotebookNode, hidden: set[str]) -> None:
                     data.pop(mime)
                 if not data:
                     data["text/plain"] = "[rich output not shown in feedback]"
-            out.pop("metadata", None)
+            if "metadata" in out:
+                out["metadata"] = {}
             texts = []
             if out.get("output_type") == "stream":
                 texts.append(out.get("text", ""))

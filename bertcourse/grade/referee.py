@@ -135,7 +135,8 @@ class Referee:
     ) -> None:
         self.spec = spec
         self.assignment = assignment
-        self.code = StudentCode(student_cells)
+        setup = [c.source for c in spec.cells if c.cell_type == "code" and c.locked and not c.grade]
+        self.code = StudentCode(student_cells, context=setup)
         self.session = Session(send=send, code=self.code)
         self.secret = secret
         self.functions, self.values = _defined_functions(spec.cells)

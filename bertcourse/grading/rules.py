@@ -47,7 +47,10 @@ MACHINERY_MODULES = {
     "bertcourse.grade": "the grader",
     "torch.overrides": "torch function overrides",
     "torch.utils._python_dispatch": "torch dispatch modes",
-    "IPython": "IPython's internals",
+    "IPython.core": "IPython's internals",
+    "ipykernel": "the kernel's internals",
+    "jupyter_client": "the kernel's messaging",
+    "zmq": "the kernel's sockets",
 }
 MACHINERY_ATTRS = {
     "_getframe": "frame access (sys._getframe)",
@@ -139,10 +142,19 @@ class StudentCode:
     """The learner's code cells, parsed once (cells that do not parse are skipped: they raise
     in the kernel and define nothing)."""
 
-    def __init__(self, cells: Iterable[tuple[int, str]]) -> None:
+    def __init__(self, cells: Iterable[tuple[int, str]], context: Iterable[str] = ()) -> None:
+        """`cells`: (index, source) of the learner's cells; `context`: the instructor's set-up
+        cells, whose imports (`import torch.nn.functional as F`) are names the learner uses."""
         self.units: list[_Unit] = []
         self.aliases: dict[str, str] = {}  # local name -> dotted module path or object path
         self.defs: dict[str, list[_Unit]] = {}  # global name -> definitions / assignments
+        for source in context:
+            try:
+                tree = ast.parse(_strip_magics(source))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            for node in ast.walk(tree):
+                self._record_import(node)
         for index, source in cells:
             try:
                 tree = ast.parse(_strip_magics(source))

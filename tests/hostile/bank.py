@@ -858,10 +858,10 @@ CASES += [
     ),
     Case(
         "builtins_patch",
-        "wrong count + builtins.isinstance patched",
+        "wrong count + builtins.isinstance patched (the kernel's own calls break)",
         _with_cell(BUILTINS_PATCH, "count"),
         "tampered",
-        ("count",),
+        ("scale", "softmax", "count"),
     ),
     Case(
         "sys_modules_swap",
@@ -1121,7 +1121,7 @@ CASES += [
         "softmax sleeps past the cell time limit",
         _answer("softmax", "import time\ndef softmax(x):\n    time.sleep(10_000)\n"),
         "timed_out",
-        ("softmax", "count"),
+        ("softmax",),
     ),
     Case(
         "exits_in_call",
