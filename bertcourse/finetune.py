@@ -236,6 +236,7 @@ class FineTuneConfig:
     seed: int = 0
     train_word_embeddings: bool = True  # False: keep the (V, H) word-embedding table fixed
     eval_every: int = 0  # evaluate on `eval_data` every this many steps (0: only at the end)
+    eval_at_start: bool = False  # also evaluate before the first step
 
 
 @dataclass
@@ -285,7 +286,9 @@ def fine_tune(
 
     def maybe_evaluate(step: int) -> None:
         if eval_data is not None and (
-            step == total or (config.eval_every and step % config.eval_every == 0)
+            step == total
+            or (step == 0 and config.eval_at_start)
+            or (step > 0 and config.eval_every and step % config.eval_every == 0)
         ):
             ev = evaluate(model, eval_data)
             result.eval_steps.append(step)
@@ -293,7 +296,8 @@ def fine_tune(
             result.eval_loss.append(ev.loss)
 
     model.train()
-    maybe_evaluate(0)
+    if config.eval_at_start:
+        maybe_evaluate(0)
     step = 0
     for _ in range(config.epochs):
         for batch in iterate_batches(train, config.batch_size, order):
@@ -316,27 +320,30 @@ def fine_tune(
 # --- The frozen encoder: features computed once, a linear classifier trained on them ------------
 
 
+POOLINGS = ("cls", "mean")
+
+
 def sentence_features(
-    encoder: BertModel, data: EncodedData, pooling: str = "cls", batch_size: int = 64
-) -> Tensor:
-    """(N, H) features of a frozen encoder: "cls" is the pooled [CLS] vector
-    tanh(W h_[CLS] + b) that `BertForSequenceClassification` classifies; "mean" the average of
-    the last layer over the real tokens (how all-MiniLM-L6-v2 was trained to embed sentences)."""
-    if pooling not in ("cls", "mean"):
-        raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
+    encoder: BertModel, data: EncodedData, batch_size: int = 64
+) -> dict[str, Tensor]:
+    """(N, H) features of a frozen encoder, from one forward pass over `data`:
+
+    * "cls": the pooled [CLS] vector tanh(W h_[CLS] + b) that `BertForSequenceClassification`
+      classifies;
+    * "mean": the average of the last layer over the real tokens (how all-MiniLM-L6-v2 was
+      trained to embed sentences).
+    """
     was_training = encoder.training
     encoder.eval()
-    features = []
+    features: dict[str, list[Tensor]] = {p: [] for p in POOLINGS}
     with torch.no_grad():
         for batch in iterate_batches(data, batch_size):
             out = encoder(batch.input_ids, batch.token_type_ids, batch.attention_mask)
-            if pooling == "cls":
-                features.append(out.pooler_output)  # (B, H)
-            else:
-                m = batch.attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)  # (B, L, 1)
-                features.append((out.last_hidden_state * m).sum(1) / m.sum(1))  # (B, H)
+            features["cls"].append(out.pooler_output)  # (B, H)
+            m = batch.attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)  # (B, L, 1)
+            features["mean"].append((out.last_hidden_state * m).sum(1) / m.sum(1))  # (B, H)
     encoder.train(was_training)
-    return torch.cat(features)  # (N, H)
+    return {p: torch.cat(f) for p, f in features.items()}  # each (N, H)
 
 
 @dataclass

@@ -279,6 +279,15 @@ class BertForSequenceClassification(nn.Module):
         self.classifier = nn.Linear(config.hidden_size, num_labels)
         init_weights(self.classifier, config.initializer_range)
 
+    def init_kwargs(self) -> dict[str, int | str | float | None]:
+        """The constructor's arguments besides `config`: what it takes to rebuild this model
+        from its config and state dict (as the grader does across its process boundary)."""
+        return {
+            "num_labels": self.num_labels,
+            "problem_type": self.problem_type,
+            "classifier_dropout": self.classifier_dropout,
+        }
+
     def forward(
         self,
         input_ids: Tensor,
