@@ -708,7 +708,10 @@ def fit_steps_to_time(s: Session, minutes: float, t_start: float, eval_seconds: 
                    dist=s.dist, seed=cfg.seed, step=i, grad_clip=cfg.grad_clip, bf16=cfg.bf16)  # fmt: skip
         if i >= 3:
             times.append(time.perf_counter() - t0)
-        if len(times) >= 3 and time.perf_counter() - t_start > 0.1 * budget:
+        # Stop early when timing eats into the budget (decided together: every process must
+        # run the same number of steps, each all-reduces its statistics).
+        late = float(len(times) >= 3 and time.perf_counter() - t_start > 0.1 * budget)
+        if s.dist.all_reduce_sum(torch.tensor([late])).item() > 0:
             break
     s.model.load_state_dict(model_state)
     s.optimizer.load_state_dict(optim_state)
