@@ -31,6 +31,7 @@ BUILD_TIMEOUT_S = 600
 
 # chapter page -> its exercise notebook (issue 4: each chapter links to it)
 EXERCISES = {
+    "ch00_tokenization": "exercises/ch00_tokenization/tokenization.ipynb",
     "ch01_attention": "exercises/ch01_attention/attention.ipynb",
     "ch02_masks": "exercises/ch02_masks/masks.ipynb",
     "ch03_mlm": "exercises/ch03_mlm/mlm.ipynb",
@@ -38,6 +39,7 @@ EXERCISES = {
     "ch05_nsp": "exercises/ch05_nsp/nsp.ipynb",
     "ch06_adam": "exercises/ch06_adam/adam.ipynb",
     "ch07_model": "exercises/ch07_assembly/assembly.ipynb",
+    "ch08_finetuning": "exercises/ch08_finetuning/finetuning.ipynb",
 }
 
 

@@ -133,7 +133,8 @@ grading.check_equal(merge_heads, "bertcourse.attention.merge_heads", grading.ran
 # ## Part 4: multi-head self-attention (3 points)
 #
 # In self-attention the queries, keys and values are three linear projections of the same
-# hidden states $X$ (shape `(B, L, H)`): $Q = X W_Q^\top + b_Q$, and so on. Each is split into
+# hidden states $X$ (shape `(B, L, H)`, one row per token): $Q = X W_Q + b_Q$, and so on (the
+# book's row-vector convention; `nn.Linear` stores $W_Q^\top$ as `query.weight`). Each is split into
 # heads, every head attends on its own with $d_k = D$, and the heads are merged again:
 #
 # $$\mathrm{MultiHead}(X) = \mathrm{merge}\big(\mathrm{head}_1, \dots, \mathrm{head}_A\big), \qquad
@@ -145,7 +146,7 @@ grading.check_equal(merge_heads, "bertcourse.attention.merge_heads", grading.ran
 # `(B, L, H)` (no output projection: that belongs to the next sublayer). `bias` is the additive
 # mask `(B, 1, 1, L)` or None. Use your functions from parts 1–3.
 #
-# *Hint:* `module.query(hidden_states)` applies $X W_Q^\top + b_Q$.
+# *Hint:* `module.query(hidden_states)` applies $X W_Q + b_Q$.
 
 # %% [solution] id=self_attention
 def self_attention(module, hidden_states, bias=None):

@@ -98,8 +98,8 @@ grading.check_close(embed, reference_embed, embeddings, grading.randint(0, 100, 
 # A BERT layer has two sublayers, each followed by a residual connection and then LayerNorm
 # ("post-LN", as in the original Transformer):
 #
-# $$h' = \mathrm{LN}_1\big(h + \mathrm{Dropout}(W_O\, \mathrm{MultiHead}(h) + b_O)\big), \qquad
-# h'' = \mathrm{LN}_2\big(h' + \mathrm{Dropout}(W_2\, \mathrm{GELU}(W_1 h' + b_1) + b_2)\big).$$
+# $$h' = \mathrm{LN}_1\big(h + \mathrm{Dropout}(\mathrm{MultiHead}(h)\, W_O + b_O)\big), \qquad
+# h'' = \mathrm{LN}_2\big(h' + \mathrm{Dropout}(\mathrm{GELU}(h' W_1 + b_1)\, W_2 + b_2)\big).$$
 #
 # Write `encoder_layer(layer, hidden_states, bias=None)` for a `bertcourse.encoder.BertLayer`:
 #
