@@ -688,8 +688,9 @@ def fit_steps_to_time(s: Session, minutes: float, t_start: float, eval_seconds: 
     steps, then undo them (model and optimizer restored), so the run that follows is exactly
     ``--steps N`` with the N returned.
 
-    Budget = minutes - time already spent - final evaluation and checkpoint; each step costs
-    its measured time plus its share of the periodic evaluations; 3% is kept as a margin.
+    Budget = minutes - time already spent - final evaluation and checkpoint - cutting the
+    first epoch's pairs; each step costs its measured time plus its share of the periodic
+    evaluations and of the later epochs' pairs; 3% is kept as a margin.
     """
     import copy
 
@@ -698,7 +699,10 @@ def fit_steps_to_time(s: Session, minutes: float, t_start: float, eval_seconds: 
     optim_state = copy.deepcopy(s.optimizer.state_dict())
     budget = 60.0 * minutes
     times: list[float] = []
-    loader = iter(s.loader())
+    t_epoch = time.perf_counter()
+    epoch_loader = s.loader()  # cutting an epoch's pairs takes a moment: timed too
+    epoch_seconds, batches_per_epoch = time.perf_counter() - t_epoch, len(epoch_loader)
+    loader = iter(epoch_loader)
     for i in range(3 + 20):  # 3 warm-up steps (allocator, kernel choice), then up to 20 timed
         t0 = time.perf_counter()  # the batch's preparation (masking, padding) counts too
         batch = next(loader, None)
@@ -723,8 +727,13 @@ def fit_steps_to_time(s: Session, minutes: float, t_start: float, eval_seconds: 
         save_checkpoint(s.out_dir, s.model, s.tokenizer, cfg.replace(steps=1), s.state,
                         s.optimizer, _ConstantLR())  # fmt: skip
     ckpt_seconds = time.perf_counter() - t_ckpt
-    left = budget - (time.perf_counter() - t_start) - eval_seconds - ckpt_seconds
-    per_step = step_seconds + (eval_seconds / cfg.eval_every if cfg.eval_every else 0.0)
+    # Fixed costs: the final evaluation and checkpoint, the loop's first epoch of pairs.
+    left = budget - (time.perf_counter() - t_start) - eval_seconds - ckpt_seconds - epoch_seconds
+    per_step = (
+        step_seconds
+        + (eval_seconds / cfg.eval_every if cfg.eval_every else 0.0)
+        + epoch_seconds / max(batches_per_epoch, 1)  # a new epoch of pairs now and then
+    )
     tensor = torch.tensor([float(max(1, int(0.97 * left / per_step)))])
     steps = int(s.dist.all_reduce_sum(tensor).item() / s.dist.world_size)  # same N everywhere
     s.log(
