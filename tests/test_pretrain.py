@@ -204,6 +204,7 @@ def test_evaluate_matches_a_hand_computation(smoke_run):
 
 
 def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path):
+    data.load_corpus("bert")  # a cold cache would spend the budget on tokenizing
     minutes = 0.25
     cfg = SMOKE.replace(
         steps=None, max_minutes=minutes, warmup_steps=None, eval_every=0, plots=False
