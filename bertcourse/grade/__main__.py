@@ -114,6 +114,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="PATH",
         help="another folder the kernels must not see (repeatable)",
     )
+    lms_group = parser.add_argument_group("deadlines and learning platforms")
+    lms_group.add_argument(
+        "--late-policy",
+        metavar="TOML",
+        help="due dates, extensions and the penalty rule (default: late_policy.toml at the "
+        "course root, if there is one; see book/instructors.md)",
+    )
+    lms_group.add_argument("--no-late-policy", action="store_true", help="apply no late policy")
+    lms_group.add_argument(
+        "--canvas", metavar="CSV", help="also write a Canvas gradebook import file"
+    )
+    lms_group.add_argument("--moodle", metavar="CSV", help="also write a Moodle grade import file")
+    lms_group.add_argument(
+        "--roster",
+        metavar="CSV",
+        help="student_id -> LMS identities (name, sis_login_id, username, ...)",
+    )
+    lms_group.add_argument(
+        "--canvas-identity", default="sis_login_id", choices=["sis_login_id", "sis_user_id", "id"]
+    )
+    lms_group.add_argument("--canvas-assignment-id", metavar="N", help="the assignment's Canvas id")
+    lms_group.add_argument(
+        "--moodle-identity", default="username", choices=["username", "email", "id_number"]
+    )
+    lms_group.add_argument(
+        "--hold",
+        action="append",
+        default=[],
+        metavar="STATUS",
+        help="leave students with this status out of the LMS files (repeatable; default: "
+        "pending, needs_review, tampered)",
+    )
     return parser.parse_args(argv)
 
 
@@ -151,10 +183,20 @@ def main(argv: list[str] | None = None) -> int:
         report_only=args.report_only,
         hide=args.hide,
         zygote=not args.no_zygote,
+        late_policy="" if args.no_late_policy else args.late_policy,
+        canvas=args.canvas,
+        moodle=args.moodle,
+        roster=args.roster,
+        canvas_identity=args.canvas_identity,
+        canvas_assignment_id=args.canvas_assignment_id,
+        moodle_identity=args.moodle_identity,
+        hold=args.hold,
     )
+    from bertcourse.grade import late
+
     try:
         run(opts)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, late.PolicyError, ValueError) as error:  # a bad file, named
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -27,10 +27,7 @@ from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from traitlets.config import Config
 
 from bertcourse.grade.assignment import NotebookSpec
-from bertcourse.grade.status import Status
-
-STATUS_TEXT = {s.value: s.feedback for s in Status}
-
+from bertcourse.grade.results import SubmissionResult
 
 # what a feedback page may show of a submission's outputs (anything else can carry script)
 _INERT_MIME = ("text/plain", "image/png", "image/jpeg")
@@ -104,7 +101,7 @@ def _exporter() -> HTMLExporter:
     return exporter
 
 
-def write_feedback(task: Any, result: dict[str, Any]) -> None:
+def write_feedback(task: Any, result: SubmissionResult) -> None:
     """One HTML page per graded notebook under the student's feedback folder."""
     os.makedirs(task.feedback_dir, exist_ok=True)
     exporter = _exporter()
@@ -124,23 +121,22 @@ def write_feedback(task: Any, result: dict[str, Any]) -> None:
         nb, resources = ClearHiddenTests(enforce_metadata=False).preprocess(nb, resources)
         _redact(nb, _hidden_lines(nb_spec))
         _inert_markdown(nb)
-        cells = result["notebooks"].get(nb_spec.name, {}).get("cells", {})
-        lines = [
-            f"**Grading status: {STATUS_TEXT.get(result['status'], result['status'])}.**",
-            "",
-        ]
-        for part in nb_spec.parts:
-            cell = cells.get(part.name, {})
-            score = cell.get("score")
-            shown = "-" if score is None else f"{score:g}"
-            note = cell.get("message") or cell.get("outcome", "")
+        graded = result.notebooks.get(nb_spec.name)
+        parts = graded.parts if graded else {}
+        lines = [f"**Grading status: {result.status.feedback}.**", ""]
+        if result.late:
+            lines += [f"Late submission: {html.escape(result.late)}", ""]
+        for spec_part in nb_spec.parts:
+            part = parts.get(spec_part.name)
+            shown = "-" if part is None or part.score is None else f"{part.score:g}"
+            note = (part.message or part.outcome) if part else ""
             note = html.escape(note.splitlines()[0][:200]) if note else ""
             lines.append(
-                f"- `{part.name}`: {shown} / {part.points:g} {('— ' + note) if note else ''}"
+                f"- `{spec_part.name}`: {shown} / {spec_part.points:g} {('— ' + note) if note else ''}"
             )
-        if result.get("detail"):
+        if result.problems:
             lines += ["", "Notes from the grader:", ""]
-            lines += [f"- {html.escape(p[:300])}" for p in result["detail"].split("; ")[:20]]
+            lines += [f"- {html.escape(p.splitlines()[0][:300])}" for p in result.problems[:20]]
         nb.cells.insert(0, new_markdown_cell("\n".join(lines)))
         page, _ = exporter.from_notebook_node(nb, resources=resources)
         target = os.path.join(task.feedback_dir, f"{nb_spec.name}.html")

@@ -28,6 +28,7 @@ from sqlalchemy import Column, DateTime, Float, String, Text, create_engine, tex
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import declarative_base
 
+from bertcourse.grade.results import StoredGrade, SubmissionResult  # noqa: E402
 from bertcourse.grade.status import PENDING, Status  # noqa: E402
 
 STATUSES = tuple(s.value for s in Status)
@@ -51,6 +52,8 @@ class GradeStatus(Base):
     host = Column(String(255), nullable=False, default="")
     seconds = Column(Float(), nullable=False, default=0.0)
     graded_at = Column(DateTime(), nullable=True)
+    late_penalty = Column(Float(), nullable=True, default=0.0)  # points the late policy took
+    late = Column(Text(), nullable=True, default="")  # its one-line explanation
 
 
 def prepare(db_url: str, course_id: str) -> None:
@@ -60,12 +63,28 @@ def prepare(db_url: str, course_id: str) -> None:
     engine = create_engine(db_url, future=True)
     try:
         Base.metadata.create_all(engine)
+        _add_missing_columns(engine)
         if engine.dialect.name == "sqlite":
             with engine.connect() as conn:
                 conn.execute(text("PRAGMA journal_mode=WAL"))
                 conn.commit()
     finally:
         engine.dispose()
+
+
+def _add_missing_columns(engine) -> None:
+    """Columns added after a gradebook was created (late_penalty, late): ALTER TABLE ADD."""
+    from sqlalchemy import inspect as sa_inspect
+
+    have = {c["name"] for c in sa_inspect(engine).get_columns(GradeStatus.__tablename__)}
+    with engine.connect() as conn:
+        for column in GradeStatus.__table__.columns:
+            if column.name not in have:
+                kind = column.type.compile(dialect=engine.dialect)
+                conn.execute(
+                    text(f"ALTER TABLE {GradeStatus.__tablename__} ADD COLUMN {column.name} {kind}")
+                )
+        conn.commit()
 
 
 def retrying(fn: Callable[[], T], attempts: int = 60) -> T:
@@ -156,40 +175,47 @@ class GradebookWriter:
 
         self._transaction(body)
 
-    def save_result(self, assignment: str, student: str, result: dict[str, Any]) -> None:
+    def save_result(self, assignment: str, student: str, result: SubmissionResult) -> None:
         """Write every score and the status in one transaction."""
 
         def body() -> None:
             gb = self.gb
-            if result["submitted"]:
+            if result.submitted:
                 submission = gb.find_submission(assignment, student)
                 for notebook in submission.notebooks:
-                    scores = result["notebooks"].get(notebook.name, {})
-                    notebook.flagged = result["status"] != "graded"
+                    graded = result.notebooks.get(notebook.name)
+                    notebook.flagged = result.status is not Status.GRADED
+                    first = notebook.name == min(result.notebooks, default=notebook.name)
+                    # nbgrader sums the penalty over a submission's notebooks: put it on one
+                    notebook.late_submission_penalty = result.late_penalty if first else 0.0
                     for grade in notebook.grades:
-                        cell = scores.get("cells", {}).get(grade.cell.name)
-                        if cell is None or cell.get("score") is None:
+                        part = graded.parts.get(grade.cell.name) if graded else None
+                        if part is None or part.score is None:
                             grade.auto_score = None
                             grade.needs_manual_grade = True
                         else:
-                            grade.auto_score = float(cell["score"])
+                            grade.auto_score = float(part.score)
                             grade.needs_manual_grade = grade.manual_score is not None
                     for comment in notebook.comments:
-                        comment.auto_comment = scores.get("comments", {}).get(comment.cell.name)
+                        comment.auto_comment = (
+                            graded.comments.get(comment.cell.name) if graded else None
+                        )
             row = self._status_row(assignment, student)
-            row.status = result["status"]
-            row.detail = result["detail"][:20000]
-            row.score = float(result["score"])
-            row.max_score = float(result["max_score"])
-            row.run_id = result["run_id"]
+            row.status = result.status.value
+            row.detail = result.detail[:20000]
+            row.score = float(result.score)
+            row.max_score = float(result.max_score)
+            row.run_id = result.run_id
             row.host = self.host
-            row.seconds = float(result["seconds"])
+            row.seconds = float(result.seconds)
+            row.late_penalty = float(result.late_penalty)
+            row.late = result.late
             row.graded_at = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
         self._transaction(body)
 
 
-def read_results(db_url: str, course_id: str, assignment: str) -> list[dict[str, Any]]:
+def read_results(db_url: str, course_id: str, assignment: str) -> list[StoredGrade]:
     """Status, score and per-part scores of every student known for the assignment."""
     rows = []
     with Gradebook(db_url, course_id) as gb:
@@ -214,13 +240,15 @@ def read_results(db_url: str, course_id: str, assignment: str) -> list[dict[str,
                         )
                         parts[(notebook.name, grade.cell.name)] = score
             rows.append(
-                {
-                    "student_id": student,
-                    "status": row.status,
-                    "detail": row.detail,
-                    "score": row.score,
-                    "max_score": row.max_score,
-                    "parts": parts,
-                }
+                StoredGrade(
+                    student_id=student,
+                    status=row.status,
+                    detail=row.detail,
+                    score=row.score,
+                    max_score=row.max_score,
+                    parts=parts,
+                    late_penalty=row.late_penalty or 0.0,
+                    late=row.late or "",
+                )
             )
     return rows

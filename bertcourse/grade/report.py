@@ -9,30 +9,38 @@ from typing import Any
 
 from bertcourse.grade.assignment import AssignmentSpec
 from bertcourse.grade.gradebook import STATUSES
+from bertcourse.grade.results import StoredGrade
 from bertcourse.grade.status import Status
 
+LATE_COLUMNS = ["late_penalty", "final_score", "late"]
 
-def csv_rows(spec: AssignmentSpec, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per student: student_id, assignment, status, score, max_score, parts, detail."""
+
+def csv_rows(spec: AssignmentSpec, results: list[StoredGrade]) -> list[dict[str, Any]]:
+    """One row per student: student_id, assignment, status, score, max_score, parts, the late
+    policy's penalty, final score and explanation, detail."""
     rows = []
     for r in results:
         row: dict[str, Any] = {
-            "student_id": r["student_id"],
+            "student_id": r.student_id,
             "assignment": spec.name,
-            "status": r["status"],
+            "status": r.status,
         }
         parts = {}
         for column, notebook, grade_id in spec.part_columns():
-            value = r["parts"].get((notebook, grade_id))
-            if value is None and Status(r["status"]).zero:
+            value = r.parts.get((notebook, grade_id))
+            if value is None and Status(r.status).zero:
                 value = 0.0
             parts[column] = value
         known = [v for v in parts.values() if v is not None]
-        row["score"] = _num(sum(known) if r["parts"] else r["score"])
+        score = sum(known) if r.parts else r.score
+        row["score"] = _num(score)
         row["max_score"] = _num(spec.max_score)
         for column, value in parts.items():
             row[column] = "" if value is None else _num(value)
-        row["detail"] = r["detail"].replace("\n", " ")
+        row["late_penalty"] = _num(r.late_penalty)
+        row["final_score"] = _num(max(0.0, score - r.late_penalty))
+        row["late"] = r.late
+        row["detail"] = r.detail.replace("\n", " ")
         rows.append(row)
     return rows
 
@@ -41,13 +49,17 @@ def _num(x: float) -> str:
     return f"{float(x):g}"
 
 
-def write_csv(path: str, spec: AssignmentSpec, results: list[dict[str, Any]]) -> None:
+def write_csv(
+    path: str, spec: AssignmentSpec, results: list[StoredGrade], late: bool = False
+) -> None:
+    """The CSV (atomically replaced); the late columns only when a late policy was applied."""
     columns = ["student_id", "assignment", "status", "score", "max_score"]
-    columns += [c for c, _, _ in spec.part_columns()] + ["detail"]
+    columns += [c for c, _, _ in spec.part_columns()]
+    columns += (LATE_COLUMNS if late else []) + ["detail"]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         for row in csv_rows(spec, results):
             writer.writerow(row)
@@ -57,8 +69,9 @@ def write_csv(path: str, spec: AssignmentSpec, results: list[dict[str, Any]]) ->
 COLORS = {s.value: s.colour for s in Status}
 
 
-def plot_distribution(path: str, spec: AssignmentSpec, results: list[dict[str, Any]]) -> None:
-    """Histogram of the scores, bars stacked by status, with the mean of graded work."""
+def plot_distribution(path: str, spec: AssignmentSpec, results: list[StoredGrade]) -> None:
+    """Histogram of the final scores (after any late penalty), bars stacked by status, with the
+    mean of graded work."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -72,14 +85,14 @@ def plot_distribution(path: str, spec: AssignmentSpec, results: list[dict[str, A
     data, labels, colors = [], [], []
     counts = Counter(r["status"] for r in rows)
     for status in STATUSES:
-        scores = [float(r["score"]) for r in rows if r["status"] == status]
+        scores = [float(r["final_score"]) for r in rows if r["status"] == status]
         if scores:
             data.append(scores)
             labels.append(f"{status} ({len(scores)})")
             colors.append(COLORS[status])
     if data:
         ax.hist(data, bins=bins, stacked=True, label=labels, color=colors, edgecolor="white")
-        graded = [float(r["score"]) for r in rows if r["status"] == "graded"]
+        graded = [float(r["final_score"]) for r in rows if r["status"] == "graded"]
         if graded:
             mean = float(np.mean(graded))
             ax.axvline(mean, color="black", linestyle="--", linewidth=1)

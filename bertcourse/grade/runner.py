@@ -13,16 +13,17 @@ import time
 import uuid
 import zlib
 from collections import Counter
-from typing import Any
 
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from bertcourse.grade import gradebook, report
+from bertcourse.grade import gradebook, late, lms, report
 from bertcourse.grade.assignment import AssignmentSpec, ensure_in_gradebook, load_assignment
 from bertcourse.grade.isolation import GRADER_USER, Capabilities, Limits, detect, release
+from bertcourse.grade.results import StoredGrade, SubmissionResult
+from bertcourse.grade.status import Status
 from bertcourse.grade.worker import Task, grade_submission
 
 
@@ -48,6 +49,14 @@ class Options:
     hide: list[str] = dataclasses.field(default_factory=list)  # more folders to hide
     init_only: bool = False  # record the assignment and create the tables, grade nothing
     report_only: bool = False  # write the CSV and the plot from the gradebook, grade nothing
+    late_policy: str | None = None  # None: <course>/late_policy.toml if it exists; "": none
+    canvas: str | None = None  # write a Canvas gradebook import CSV here
+    moodle: str | None = None  # write a Moodle grade import CSV here
+    roster: str | None = None  # student id -> LMS identities (lms.load_roster)
+    canvas_identity: str = "sis_login_id"
+    canvas_assignment_id: str | None = None
+    moodle_identity: str = "username"
+    hold: list[str] = dataclasses.field(default_factory=list)  # statuses left out of LMS files
 
 
 @dataclasses.dataclass
@@ -57,7 +66,7 @@ class Summary:
     counts: Counter
     seconds: float
     caps: Capabilities
-    results: list[dict[str, Any]]
+    results: list[SubmissionResult] | list[StoredGrade]
 
 
 def normalize_db_url(url: str) -> str:
@@ -188,41 +197,73 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _crashed(task: Task, error: str) -> dict[str, Any]:
-    return {
-        "student": task.student,
-        "assignment": task.spec.name,
-        "run_id": task.run_id,
-        "max_score": task.spec.max_score,
-        "score": 0.0,
-        "notebooks": {},
-        "status": "crashed",
-        "detail": f"grader worker failed: {error}",
-        "seconds": 0.0,
-        "submitted": False,
-    }
+def _crashed(task: Task, error: str) -> SubmissionResult:
+    return SubmissionResult(
+        task.student,
+        task.spec.name,
+        task.run_id,
+        task.spec.max_score,
+        status=Status.CRASHED,
+        problems=[f"grader worker failed: {error}"],
+    )
 
 
-def _with_unsaved(
-    rows: list[dict[str, Any]], results: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def _with_unsaved(rows: list[StoredGrade], results: list[SubmissionResult]) -> list[StoredGrade]:
     """The gradebook's rows plus a row for every graded student the gradebook lacks (its write
     failed): every student of the run appears in the CSV, with an explicit status."""
-    known = {r["student_id"] for r in rows}
+    known = {r.student_id for r in rows}
     for result in results:
-        if result["student"] not in known:
-            rows.append(
-                {
-                    "student_id": result["student"],
-                    "status": "crashed",
-                    "detail": "the grade could not be saved in the gradebook: "
-                    + str(result.get("detail", ""))[:500],
-                    "score": 0.0,
-                    "max_score": result.get("max_score", 0.0),
-                    "parts": {},
-                }
-            )
-    return sorted(rows, key=lambda r: r["student_id"])
+        if result.student not in known:
+            detail = "the grade could not be saved in the gradebook: " + result.detail[:500]
+            rows.append(StoredGrade(result.student, "crashed", detail, 0.0, result.max_score, {}))
+    return sorted(rows, key=lambda r: r.student_id)
+
+
+def _late_policy(coursedir: CourseDirectory, opts: Options):
+    """The course's late policy (`late_policy.toml` at its root, or --late-policy), or None."""
+    if opts.late_policy == "":
+        return None
+    path = opts.late_policy or os.path.join(coursedir.root, late.POLICY_FILE)
+    if opts.late_policy is None and not os.path.exists(path):
+        return None
+    return late.load_policy(path)  # PolicyError names the file, the key and the line
+
+
+def _reports(
+    opts: Options, spec: AssignmentSpec, rows: list[StoredGrade], csv_path: str, plot_path: str, log
+) -> None:
+    """The CSV, the plot and the learning platforms' import files."""
+    has_late = any(r.late for r in rows)
+    report.write_csv(csv_path, spec, rows, late=has_late)
+    report.plot_distribution(plot_path, spec, rows)
+    log(f"grades: {csv_path}\nplot:   {plot_path}")
+    if not (opts.canvas or opts.moodle):
+        return
+    grade_rows = lms.read_grades_csv(csv_path)
+    roster = lms.load_roster(opts.roster) if opts.roster else None
+    hold = opts.hold or lms.HOLD
+    if opts.canvas:
+        ids = {spec.name: opts.canvas_assignment_id} if opts.canvas_assignment_id else None
+        done = lms.write_canvas_csv(
+            grade_rows,
+            opts.canvas,
+            roster=roster,
+            identity=opts.canvas_identity,
+            assignment_ids=ids,
+            hold=hold,
+        )
+        log(
+            f"canvas: {opts.canvas}"
+            + (f" (held for review: {', '.join(done.held)})" if done.held else "")
+        )
+    if opts.moodle:
+        done = lms.write_moodle_csv(
+            grade_rows, opts.moodle, roster=roster, identity=opts.moodle_identity, hold=hold
+        )
+        log(
+            f"moodle: {opts.moodle}"
+            + (f" (held for review: {', '.join(done.held)})" if done.held else "")
+        )
 
 
 def run(opts: Options, log=print) -> Summary:
@@ -244,10 +285,8 @@ def run(opts: Options, log=print) -> Summary:
     )
     if opts.report_only:
         rows = gradebook.read_results(db_url, course_id, spec.name)
-        report.write_csv(csv_path, spec, rows)
-        report.plot_distribution(plot_path, spec, rows)
-        log(f"grades: {csv_path}\nplot:   {plot_path}")
-        counts = Counter(r["status"] for r in rows)
+        _reports(opts, spec, rows, csv_path, plot_path, log)
+        counts = Counter(r.status for r in rows)
         return Summary(
             csv_path, plot_path, counts, time.monotonic() - start, detect(isolate=False), rows
         )
@@ -263,6 +302,9 @@ def run(opts: Options, log=print) -> Summary:
     hide = _hidden_paths(coursedir, opts, [csv_path, plot_path])
     run_id = uuid.uuid4().hex[:12]
     secret = referee_secret(os.path.join(coursedir.root, grading_dir))
+    policy = _late_policy(coursedir, opts)
+    if policy is not None:
+        log(f"late policy: {opts.late_policy or os.path.join(coursedir.root, late.POLICY_FILE)}")
     students = _students(coursedir, opts)
     tasks = [
         Task(
@@ -284,6 +326,7 @@ def run(opts: Options, log=print) -> Summary:
             feedback=opts.feedback,
             zygote=opts.zygote,
             secret=secret,
+            late_policy=policy,
         )
         for s, folder in students.items()
     ]
@@ -295,17 +338,15 @@ def run(opts: Options, log=print) -> Summary:
         results = _run_pool(tasks, workers, opts.progress, db_url, course_id)
     finally:
         release(caps)
-    counts = Counter(r["status"] for r in results)
+    counts = Counter(r.status.value for r in results)
     rows = _with_unsaved(gradebook.read_results(db_url, course_id, spec.name), results)
-    report.write_csv(csv_path, spec, rows)
-    report.plot_distribution(plot_path, spec, rows)
     seconds = time.monotonic() - start
     log(
         "done in {:.1f} s: {}".format(
             seconds, ", ".join(f"{counts[s]} {s}" for s in gradebook.STATUSES if counts[s])
         )
     )
-    log(f"grades: {csv_path}\nplot:   {plot_path}")
+    _reports(opts, spec, rows, csv_path, plot_path, log)
     if opts.feedback:
         log(
             f"feedback: {coursedir.format_path(coursedir.feedback_directory, '<student>', spec.name)}"
@@ -315,11 +356,11 @@ def run(opts: Options, log=print) -> Summary:
 
 def _run_pool(
     tasks: list[Task], workers: int, progress: bool, db_url: str, course_id: str
-) -> list[dict[str, Any]]:
+) -> list[SubmissionResult]:
     """Run the tasks; a worker that dies is replaced and its task retried (twice at most)."""
     from tqdm import tqdm
 
-    results: list[dict[str, Any]] = []
+    results: list[SubmissionResult] = []
     attempts: Counter = Counter()
     pending = list(tasks)
     bar = tqdm(
@@ -349,7 +390,7 @@ def _run_pool(
                     finally:
                         writer.close()
                 results.append(result)
-                counts[result["status"]] += 1
+                counts[result.status.value] += 1
                 bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
                 bar.update(1)
     bar.close()

@@ -35,11 +35,13 @@ from nbgrader.preprocessors import LimitOutput
 from sqlalchemy.exc import SAWarning
 
 from bertcourse.grade import feedback as feedback_mod
+from bertcourse.grade import late
 from bertcourse.grade.assignment import AssignmentSpec, NotebookSpec
 from bertcourse.grade.execute import CellResult, NotebookRun, RunResult, memory_error_in
 from bertcourse.grade.gradebook import GradebookWriter
 from bertcourse.grade.isolation import Capabilities, KernelJail, Limits, Zygote
 from bertcourse.grade.referee import Referee
+from bertcourse.grade.results import NotebookResult, PartResult, SubmissionResult
 from bertcourse.grade.status import Status
 from bertcourse.grade.submission import (
     InvalidNotebook,
@@ -74,6 +76,7 @@ class Task:
     feedback: bool = True
     zygote: bool = True  # fork kernels from a process that has imported torch (faster)
     bad_name: str | None = None  # why the student's folder name cannot be used (see runner)
+    late_policy: late.LatePolicy | None = None  # due dates, extensions, penalty (late.py)
     secret: bytes | None = None  # the referee's key for hidden inputs (never sent to a kernel)
 
 
@@ -158,46 +161,71 @@ def _unsafe_path(task: Task) -> str | None:
     return None
 
 
-def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[str, Any]:
-    """Status, cell scores and the graded notebook of one notebook of the submission."""
+def _not_graded(nb_spec: NotebookSpec, status: Status, problem: str) -> NotebookResult:
+    parts = {c.name: PartResult(0.0, "not_run") for c in nb_spec.cells if c.is_test}
+    return NotebookResult(status, parts, [problem])
+
+
+def _read(task: Task, nb_spec: NotebookSpec) -> tuple[Any, list[str]] | NotebookResult:
+    """The repaired notebook and the tampering found, or the result of a notebook that cannot
+    be graded (missing, not a notebook, cannot be repaired)."""
     path = os.path.join(task.submitted_dir, f"{nb_spec.name}.ipynb")
-    tests = {c.name: CellResult(c.name, c.points or 0.0) for c in nb_spec.cells if c.is_test}
-    out: dict[str, Any] = {"problems": [], "notebook": None, "seconds": 0.0}
     if not os.path.lexists(path):
-        out.update(status="missing", problems=[f"{nb_spec.name}.ipynb was not submitted"])
-        out["cells"] = {n: {"score": 0.0, "outcome": "not_run"} for n in tests}
-        return out
+        return _not_graded(nb_spec, Status.MISSING, f"{nb_spec.name}.ipynb was not submitted")
     try:
-        raw = load_notebook(path)
-    except InvalidNotebook as error:
-        out.update(status="invalid_notebook", problems=[f"{nb_spec.name}.ipynb: {error}"])
-        out["cells"] = {n: {"score": 0.0, "outcome": "not_run"} for n in tests}
-        return out
+        with time_limit(POST_LIMIT_S, "reading the notebook"):
+            raw = load_notebook(path)
+    except (InvalidNotebook, TimeoutError) as error:
+        return _not_graded(nb_spec, Status.INVALID_NOTEBOOK, f"{nb_spec.name}.ipynb: {error}")
     tampering = find_tampering(raw, nb_spec)
     try:
-        with time_limit(POST_LIMIT_S, "reading and repairing the notebook"):
+        with time_limit(POST_LIMIT_S, "repairing the notebook"):
             nb = repair(
-                raw,
-                nb_spec,
-                db_url=task.db_url,
-                assignment=task.spec.name,
-                student=task.student,
+                raw, nb_spec, db_url=task.db_url, assignment=task.spec.name, student=task.student
             )
     except Exception as error:
-        out.update(
-            status="invalid_notebook",
-            problems=[f"{nb_spec.name}.ipynb could not be repaired: {error}", *tampering],
-        )
-        out["cells"] = {n: {"score": 0.0, "outcome": "not_run"} for n in tests}
-        return out
-    caps = Capabilities.from_json(task.caps_json)
-    jail = KernelJail(caps, task.limits, base_dir, task.hide, task.workers)
+        problem = f"{nb_spec.name}.ipynb could not be repaired: {error}"
+        result = _not_graded(nb_spec, Status.INVALID_NOTEBOOK, problem)
+        result.problems += tampering
+        return result
+    return nb, tampering
+
+
+def _run_status(
+    task: Task, nb_spec: NotebookSpec, run: RunResult, jail: KernelJail
+) -> tuple[Status, list[str]]:
+    """The status the kernel's run gives, and its problems."""
+    name = nb_spec.name
+    if run.memory_exceeded:
+        return Status.MEMORY_EXCEEDED, [
+            f"{name}: memory limit of {task.limits.memory_bytes >> 20} MiB reached"
+        ]
+    if run.timed_out:
+        what = "the notebook's time limit" if run.deadline_hit else "a cell's time limit"
+        return Status.TIMED_OUT, [f"{name}: {what} was reached"]
+    if run.kernel_died or not run.started or run.error:
+        reason = run.error or "the kernel died"
+        log = jail.read_log(600).strip()
+        if not run.started and log:
+            reason += f" (kernel log: {log[-300:]})"
+        return Status.CRASHED, [f"{name}: {reason}"]
+    return Status.GRADED, []
+
+
+def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> NotebookResult:
+    """Status, part scores and the graded notebook of one notebook of the submission."""
+    read = _read(task, nb_spec)
+    if isinstance(read, NotebookResult):
+        return read
+    nb, tampering = read
+    tests = {c.name: CellResult(c.name, c.points or 0.0) for c in nb_spec.cells if c.is_test}
+    jail = KernelJail(
+        Capabilities.from_json(task.caps_json), task.limits, base_dir, task.hide, task.workers
+    )
     run = RunResult(cells=tests)
     referee = Referee(
         nb_spec, task.spec.name, student_cells(nb), send=_no_kernel, secret=task.secret
     )
-    machinery = [f"{nb_spec.name}: {f.describe()}" for f in referee.code.machinery()]
-    dynamic = [f"{nb_spec.name}: {f.describe()}" for f in referee.code.dynamic()]
     try:
         client = NotebookRun(
             nb,
@@ -214,31 +242,20 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[st
         jail.close()
     run.peak_memory = jail.peak_memory
     run.memory_exceeded = jail.killed_for_memory or jail.oom or memory_error_in(nb)
-    problems = [f"{nb_spec.name}: {t}" for t in tampering + run.tampered]
-    if run.memory_exceeded:
-        status = "memory_exceeded"
-        problems.append(
-            f"{nb_spec.name}: memory limit of {task.limits.memory_bytes >> 20} MiB reached"
-        )
-    elif run.timed_out:
-        status = "timed_out"
-        what = "the notebook's time limit" if run.deadline_hit else "a cell's time limit"
-        problems.append(f"{nb_spec.name}: {what} was reached")
-    elif run.kernel_died or not run.started or run.error:
-        status = "crashed"
-        reason = run.error or "the kernel died"
-        log = jail.read_log(600).strip()
-        if not run.started and log:
-            reason += f" (kernel log: {log[-300:]})"
-        problems.append(f"{nb_spec.name}: {reason}")
-    else:
-        status = "graded"
+
+    status, problems = _run_status(task, nb_spec, run, jail)
+    problems = [f"{nb_spec.name}: {t}" for t in tampering + run.tampered] + problems
+    machinery = referee.code.machinery()
+    dynamic = referee.code.dynamic()
     if tampering or run.tampered or machinery:
-        status = Status.worst([Status(status), Status.TAMPERED]).value
-        problems += [f"reaches for the grading machinery: {m}" for m in machinery[:10]]
+        status = Status.worst([status, Status.TAMPERED])
+        problems += [
+            f"{nb_spec.name}: reaches for the grading machinery: {f.describe()}"
+            for f in machinery[:10]
+        ]
     if dynamic:
-        status = Status.worst([Status(status), Status.NEEDS_REVIEW]).value
-        problems += [f"dynamic code, review: {d}" for d in dynamic[:10]]
+        status = Status.worst([status, Status.NEEDS_REVIEW])
+        problems += [f"{nb_spec.name}: dynamic code, review: {f.describe()}" for f in dynamic[:10]]
     if run.output_truncated:
         problems.append(f"{nb_spec.name}: output truncated")
     for result in tests.values():
@@ -252,29 +269,25 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> dict[st
             md = cell.metadata.nbgrader
             unchanged = md.get("checksum") == nbutils.compute_checksum(cell)
             comments[md["grade_id"]] = "No response." if unchanged else None
-    out.update(
+    return NotebookResult(
         status=status,
+        parts={n: PartResult(r.score, r.outcome, r.message) for n, r in tests.items()},
         problems=problems,
-        notebook=nb,
+        comments=comments,
         seconds=run.seconds,
         peak_memory=run.peak_memory,
-        cells={
-            n: {"score": r.score, "outcome": r.outcome, "message": r.message}
-            for n, r in tests.items()
-        },
-        comments=comments,
+        notebook=nb,
     )
-    return out
 
 
-def _write_autograded(task: Task, notebooks: dict[str, Any]) -> None:
+def _write_autograded(task: Task, notebooks: dict[str, NotebookResult]) -> None:
     """nbgrader's autograded/<student>/<assignment>/ folder, replaced as a whole."""
     parent = os.path.dirname(task.autograded_dir)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
     for name, result in notebooks.items():
-        if result.get("notebook") is not None:
-            nbformat.write(result["notebook"], os.path.join(tmp, f"{name}.ipynb"))
+        if result.notebook is not None:
+            nbformat.write(result.notebook, os.path.join(tmp, f"{name}.ipynb"))
     ts = _timestamp(task.submitted_dir)
     if ts:
         with open(os.path.join(tmp, "timestamp.txt"), "w") as f:
@@ -287,80 +300,75 @@ def _write_autograded(task: Task, notebooks: dict[str, Any]) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def grade_submission(task: Task) -> dict[str, Any]:
+def _apply_late_policy(task: Task, result: SubmissionResult, timestamp: str | None) -> None:
+    if task.late_policy is None or not result.submitted:
+        return
+    try:
+        submitted_at = late.parse_timestamp(timestamp) if timestamp else None
+    except ValueError as error:
+        submitted_at = None
+        result.problems.append(f"timestamp.txt unreadable: {error}")
+    judged = late.apply(
+        task.late_policy, task.spec.name, task.student, submitted_at, result.score, result.max_score
+    )
+    result.late_penalty = judged.penalty
+    result.late = judged.explanation
+
+
+def grade_submission(task: Task) -> SubmissionResult:
     """Grade one student's submission (see the module docstring); never raises."""
     start = time.monotonic()
     spec = task.spec
-    result: dict[str, Any] = {
-        "student": task.student,
-        "assignment": spec.name,
-        "run_id": task.run_id,
-        "max_score": spec.max_score,
-        "score": 0.0,
-        "notebooks": {},
-        "status": "crashed",
-        "detail": "",
-        "seconds": 0.0,
-    }
-    submitted = os.path.isdir(task.submitted_dir) and any(
+    result = SubmissionResult(task.student, spec.name, task.run_id, spec.max_score)
+    result.submitted = os.path.isdir(task.submitted_dir) and any(
         os.path.lexists(os.path.join(task.submitted_dir, f"{nb.name}.ipynb"))
         for nb in spec.notebooks
     )
-    result["submitted"] = submitted
     try:
         writer = _gradebook(task)
-        writer.mark_pending(
-            spec.name, task.student, task.run_id, _timestamp(task.submitted_dir), submitted
-        )
+        timestamp = _timestamp(task.submitted_dir)
+        writer.mark_pending(spec.name, task.student, task.run_id, timestamp, result.submitted)
         for path in (task.autograded_dir, task.feedback_dir):
             shutil.rmtree(path, ignore_errors=True)  # no stale files from an earlier run
-        unsafe = task.bad_name or (_unsafe_path(task) if submitted else None)
-        if not submitted:
-            result.update(status="missing", detail="no submission")
+        unsafe = task.bad_name or (_unsafe_path(task) if result.submitted else None)
+        if not result.submitted:
+            result.status, result.problems = Status.MISSING, ["no submission"]
         elif unsafe:
-            result.update(status="invalid_notebook", detail=unsafe, submitted=False)
+            result.status, result.problems = Status.INVALID_NOTEBOOK, [unsafe]
+            result.submitted = False
         else:
             base = tempfile.mkdtemp(prefix="bcg-")
             os.chmod(base, 0o711)
             try:
-                notebooks = {nb.name: _grade_notebook(task, nb, base) for nb in spec.notebooks}
+                result.notebooks = {
+                    nb.name: _grade_notebook(task, nb, base) for nb in spec.notebooks
+                }
             finally:
                 shutil.rmtree(base, ignore_errors=True)
-            statuses = [r["status"] for r in notebooks.values()]
-            status = Status.worst([Status(x) for x in statuses]).value
-            problems = [p for r in notebooks.values() for p in r["problems"]]
-            score = sum(c["score"] for r in notebooks.values() for c in r["cells"].values())
-            result.update(
-                status=status,
-                score=score,
-                detail="; ".join(problems),
-                notebooks={
-                    name: {"cells": r["cells"], "comments": r.get("comments", {})}
-                    for name, r in notebooks.items()
-                },
-            )
-            if status in ("invalid_notebook", "missing"):
-                result["score"] = 0.0
-                for r in result["notebooks"].values():
-                    for c in r["cells"].values():
-                        c["score"] = 0.0
-            _write_autograded(task, notebooks)
-        result["seconds"] = time.monotonic() - start
+            result.status = Status.worst([r.status for r in result.notebooks.values()])
+            result.problems = [p for r in result.notebooks.values() for p in r.problems]
+            if result.status.zero:
+                for notebook in result.notebooks.values():
+                    for part in notebook.parts.values():
+                        part.score = 0.0
+            _write_autograded(task, result.notebooks)
+            _apply_late_policy(task, result, timestamp)
+        result.seconds = time.monotonic() - start
         writer.save_result(spec.name, task.student, result)
-        if task.feedback and submitted:
+        if task.feedback and result.submitted:
             try:
                 with time_limit(POST_LIMIT_S, "writing the feedback"):
                     feedback_mod.write_feedback(task, result)
             except Exception as error:  # feedback is a convenience: never fail the grade
-                result["detail"] += f"; feedback not written: {error}"
+                result.problems.append(f"feedback not written: {error}")
     except Exception as error:
-        result.update(
-            status="crashed",
-            detail=f"grader error: {type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}",
-        )
+        result.status = Status.CRASHED
+        result.problems = [
+            f"grader error: {type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}"
+        ]
         try:
             _gradebook(task).save_result(spec.name, task.student, result)
         except Exception:
             pass
-    result["seconds"] = time.monotonic() - start
-    return result
+    result.seconds = time.monotonic() - start
+    return result.without_notebooks()

@@ -1,0 +1,94 @@
+"""What grading one submission produced, as small typed records.
+
+A worker returns one `SubmissionResult` per student (picklable: the graded notebooks stay in
+the worker); the gradebook, the feedback page, the CSV and the LMS exports read it. Problems
+are kept as a list until they are written (`detail` joins them for the CSV and the gradebook).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from bertcourse.grade.status import Status
+
+
+@dataclasses.dataclass
+class PartResult:
+    """One graded test cell: its score (None: not graded), what happened, the message."""
+
+    score: float | None = 0.0
+    outcome: str = "not_run"  # passed, failed, timed_out, not_run
+    message: str = ""
+
+
+@dataclasses.dataclass
+class NotebookResult:
+    """One notebook of a submission."""
+
+    status: Status
+    parts: dict[str, PartResult]
+    problems: list[str] = dataclasses.field(default_factory=list)
+    comments: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+    peak_memory: int = 0
+    notebook: Any = None  # the graded notebook (worker only; dropped before pickling)
+
+    @property
+    def score(self) -> float:
+        return sum(p.score or 0.0 for p in self.parts.values())
+
+
+@dataclasses.dataclass
+class SubmissionResult:
+    """One student's submission of one assignment."""
+
+    student: str
+    assignment: str
+    run_id: str
+    max_score: float
+    status: Status = Status.CRASHED
+    notebooks: dict[str, NotebookResult] = dataclasses.field(default_factory=dict)
+    problems: list[str] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+    submitted: bool = False
+    late_penalty: float = 0.0  # points taken by the late policy (0 without one)
+    late: str = ""  # the late policy's one-line explanation
+
+    @property
+    def score(self) -> float:
+        """The referee's score, before any late penalty; 0 for the statuses that score 0."""
+        if self.status.zero:
+            return 0.0
+        return sum(nb.score for nb in self.notebooks.values())
+
+    @property
+    def final_score(self) -> float:
+        return max(0.0, self.score - self.late_penalty)
+
+    @property
+    def detail(self) -> str:
+        return "; ".join(self.problems)
+
+    def without_notebooks(self) -> SubmissionResult:
+        """The same result without the graded notebooks (small enough to send between processes)."""
+        notebooks = {k: dataclasses.replace(v, notebook=None) for k, v in self.notebooks.items()}
+        return dataclasses.replace(self, notebooks=notebooks)
+
+
+@dataclasses.dataclass
+class StoredGrade:
+    """One student's grade as the gradebook holds it (what the CSV and the plot are made from)."""
+
+    student_id: str
+    status: str
+    detail: str
+    score: float
+    max_score: float
+    parts: dict[tuple[str, str], float | None]  # (notebook, grade id) -> score
+    late_penalty: float = 0.0
+    late: str = ""
+
+    @property
+    def final_score(self) -> float:
+        return max(0.0, self.score - self.late_penalty)
