@@ -136,7 +136,7 @@ def plot_gather_costs(
             _check_same_length(lengths=x, **{key: y})
             ax.plot(x, y, marker="o", color=color, label=name)
     axes[0].set_ylabel("forward + backward (ms, fastest of 3)")
-    axes[1].set_ylabel("tensors saved for backward (MB)")
+    axes[1].set_ylabel("tensors saved for backward (MiB)")
     for ax in axes:
         ax.set_xlabel("sequence length L")
         ax.set_ylim(bottom=0)
