@@ -219,6 +219,19 @@ def test_solution_notebooks_match_their_sources():
     assert not stale, f"rebuild with `python solutions/_build_notebooks.py --release`: {stale}"
 
 
+def test_exercise_titles_match_the_chapters():
+    """`# Exercises N: <title>` where <title> is the chapter's own title in book/."""
+    for name in ASSIGNMENTS:
+        number = name.split("_")[0]
+        pages = list((ROOT / "book").glob(f"{number}_*.md"))
+        assert len(pages) == 1, (name, pages)
+        title = next(
+            line[2:] for line in pages[0].read_text().splitlines() if re.match(r"^# [A-Z]", line)
+        )
+        first = builder.build_notebook(name).cells[0].source.splitlines()[0]
+        assert first == f"# Exercises {int(number[2:])}: {title}", (name, first)
+
+
 def test_assignments_are_well_formed():
     """3-6 graded parts each; every answer cell has a test cell <id>_tests and answers to test it."""
     for name in ASSIGNMENTS:

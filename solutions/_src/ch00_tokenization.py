@@ -1,7 +1,7 @@
 # Source of solutions/ch00_tokenization/tokenization.ipynb (build: python solutions/_build_notebooks.py)
 
 # %% [markdown] id=intro
-# # Exercises 0: from text to ids
+# # Exercises 0: From text to ids
 #
 # You will write the pieces of BERT's tokenizer: the punctuation split and the rest of the
 # basic tokenizer, WordPiece's greedy longest match, and the encoding of a pair with token

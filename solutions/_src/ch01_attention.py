@@ -1,7 +1,7 @@
 # Source of solutions/ch01_attention/attention.ipynb (build: python solutions/_build_notebooks.py)
 
 # %% [markdown] id=intro
-# # Exercises 1: attention
+# # Exercises 1: Attention math
 #
 # You will write the attention of one BERT layer from the bottom up: the scaled dot-product,
 # the split of the hidden vector into heads and back, and a multi-head self-attention

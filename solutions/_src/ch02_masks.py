@@ -1,7 +1,7 @@
 # Source of solutions/ch02_masks/masks.ipynb (build: python solutions/_build_notebooks.py)
 
 # %% [markdown] id=intro
-# # Exercises 2: masks
+# # Exercises 2: Attention-mask semantics
 #
 # A batch of sentences of different lengths is padded to one length $L$. Attention must not
 # look at the padding: you will build the padding mask from the token ids, turn it into the

@@ -1,7 +1,7 @@
 # Source of solutions/ch03_mlm/mlm.ipynb (build: python solutions/_build_notebooks.py)
 
 # %% [markdown] id=intro
-# # Exercises 3: masked-language-model sampling
+# # Exercises 3: Masked-language-model sampling
 #
 # BERT learns by filling in blanks. You will write the sampling that decides which tokens it
 # must predict and what it sees there: the per-token 80/10/10 masking of transformers'

@@ -1,7 +1,7 @@
 # Source of solutions/ch04_loss/loss.ipynb (build: python solutions/_build_notebooks.py)
 
 # %% [markdown] id=intro
-# # Exercises 4: the loss
+# # Exercises 4: The loss
 #
 # Both pre-training tasks of BERT are classifications trained with cross-entropy. You will
 # write it from the inside: a numerically stable log-softmax, the cross-entropy with an

@@ -1,7 +1,7 @@
 # Source of solutions/ch05_nsp/nsp.ipynb (build: python solutions/_build_notebooks.py)
 
 # %% [markdown] id=intro
-# # Exercises 5: next-sentence prediction
+# # Exercises 5: Next-sentence prediction
 #
 # BERT's second pre-training task: given `[CLS] A [SEP] B [SEP]`, predict whether B really
 # follows A in the text (label `IS_NEXT` = 0) or was drawn from another document (`NOT_NEXT` =

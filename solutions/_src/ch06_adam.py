@@ -1,7 +1,7 @@
 # Source of solutions/ch06_adam/adam.ipynb (build: python solutions/_build_notebooks.py)
 
 # %% [markdown] id=intro
-# # Exercises 6: Adam, AdamW and the learning-rate schedule
+# # Exercises 6: Adam and the learning-rate schedule
 #
 # BERT is trained with Adam, decoupled weight decay and a learning rate that warms up and then
 # decays linearly. You will write one Adam step with bias correction, AdamW's decoupled decay,
@@ -19,7 +19,7 @@
 # return new ones, instead of updating a model in place.
 
 # %% [code] id=setup
-import math
+import math  # noqa: F401 (for your answers: math.sqrt)
 
 import torch
 

@@ -1,7 +1,7 @@
 # Source of solutions/ch07_assembly/assembly.ipynb (build: python solutions/_build_notebooks.py)
 
 # %% [markdown] id=intro
-# # Exercises 7: assembling BERT
+# # Exercises 7: The assembled model
 #
 # Time to put the pieces together. You will write the input embeddings, one post-LN encoder
 # layer from its parts, the parameter count of a configuration by formula, and one
