@@ -272,6 +272,32 @@ def test_build_book_needs_python_only(tmp_path: Path, fakes: Fakes) -> None:
     assert not [c for c in fakes.called() if c.startswith(("npm", "node"))]
 
 
+def test_without_apt_or_root_chromium_is_skipped_with_the_reason(
+    tmp_path: Path, fakes: Fakes
+) -> None:
+    """A machine without Chromium: skipped, with why and how, and the install goes on."""
+    tools = tmp_path / "tools"  # a PATH with the few tools the scripts use, and no chromium
+    tools.mkdir()
+    for name in ("bash", "dirname", "grep", "env", "tr", "sed"):
+        (tools / name).symlink_to(shutil.which(name))
+    env_dir = _recording_env(tmp_path / "env", fakes.calls)
+    fakes.add("id", 'if [ "$1" = -u ]; then echo 1000; else exec /usr/bin/id "$@"; fi\n')
+    fakes.add("sudo", "exit 1\n")
+    env = fakes.env(VIRTUAL_ENV=str(env_dir), PATH=f"{fakes.bin}:{tools}")
+    cmd = [str(tools / "bash"), str(SCRIPTS / "install.sh"), "--chromium"]
+
+    no_root = _run(cmd, env)
+    assert no_root.returncode == 0, no_root.stdout + no_root.stderr
+    assert "skipped: apt-get install chromium (not root, and no sudo)" in no_root.stdout
+    assert "`sudo apt-get install -y chromium`" in no_root.stdout
+    assert "== installed" in no_root.stdout
+    (fakes.bin / "apt-get").unlink()
+    no_apt = _run(cmd, env)
+    assert no_apt.returncode == 0, no_apt.stdout + no_apt.stderr
+    assert "skipped: apt-get install chromium (no apt-get on this machine" in no_apt.stdout
+    assert not [c for c in fakes.called() if c.startswith("apt-get")]
+
+
 def test_test_sh_lints_then_runs_pytest_with_the_arguments(tmp_path: Path, fakes: Fakes) -> None:
     env_dir = _recording_env(tmp_path / "env", fakes.calls)
     proc = _run(
