@@ -171,6 +171,8 @@ def encode_blanks(
     blanks, and a visible token would give itself away). Chunks are encoded as
     `[CLS] chunk [SEP]`, padded per batch.
     """
+    if not chunks:
+        raise ValueError("no chunks to encode")
     hidden, targets, tokens = [], [], 0
     vocab_size = encoder.config.vocab_size
     for start in range(0, len(chunks), batch_size):

@@ -157,6 +157,8 @@ def test_encode_blanks_keeps_the_encoder_output_at_the_blanks():
     torch.testing.assert_close(states.hidden, expected)
     assert torch.equal(states.targets, ids[chosen])
     assert states.tokens_encoded == 9 + 5 + 12 + 3 * 2
+    with pytest.raises(ValueError, match="no chunks"):
+        encode_blanks(encoder, [], cls_id=101, sep_id=102, blank_id=100, special_ids=[0])
 
 
 # --- the metrics ----------------------------------------------------------------------------
