@@ -232,6 +232,58 @@ def test_exercise_titles_match_the_chapters():
         assert first == f"# Exercises {int(number[2:])}: {title}", (name, first)
 
 
+# (assignment, a wrong answer's label, the mistake its feedback must name): issue 12's
+# "feedback that names the misconception", checked on the realistic wrong answers
+KNOWN_MISTAKES = [
+    ("ch01_attention", "no 1/sqrt(d_k) scaling", "no 1/sqrt(d_k) scaling"),
+    ("ch01_attention", "divides by d_k instead", "divided by d_k instead of sqrt(d_k)"),
+    ("ch01_attention", "softmax over the queries", "the softmax over the queries"),
+    ("ch02_masks", "inverted (1 = padding)", "an inverted mask (1 = padding)"),
+    ("ch02_masks", "the original's -10000", "-10000 instead of the dtype's minimum"),
+    ("ch02_masks", "-inf", "-inf instead of the dtype's minimum"),
+    ("ch02_masks", "inverted (masks the tokens", "an inverted mask (the padding kept"),
+    ("ch02_masks", "MultiheadAttention's polarity", "polarity (True = ignore)"),
+    ("ch03_mlm", "int() truncates", "int() truncation"),
+    ("ch03_mlm", "rounds halves up", "halves rounded up"),
+    ("ch04_loss", "averaged over all positions", "the mean over every position"),
+    ("ch04_loss", "the sum instead of the mean", "the sum instead of the mean"),
+    ("ch04_loss", "forgets to divide", "not divided by the number of labelled items"),
+    ("ch04_loss", "divides by all items", "divided by every item"),
+    ("ch04_loss", "one_hot - softmax", "the opposite sign"),
+    ("ch06_adam", "no bias correction", "no bias correction"),
+    ("ch06_adam", "one step late", "bias correction with t + 1"),
+    ("ch06_adam", "L2 in the gradient", "L2 regularisation instead of decoupled"),
+    ("ch06_adam", "warm-up one step ahead", "warm-up one step early"),
+    ("ch06_adam", "decays over all T steps", "the decay over all total_steps"),
+]
+
+
+@pytest.mark.parametrize("assignment, label, mistake", KNOWN_MISTAKES)
+def test_feedback_names_the_mistake(assignment, label, mistake):
+    """The wrong answer fails its part, and the first line of the message names its mistake
+    (the referee shows only that line for a hidden test)."""
+    source = nbformat.read(builder.notebook_path(assignment), as_version=4)
+    wrong = [a for a in load_answers(assignment) if a.kind == "wrong"]
+    matches = [a for a in wrong if a.label == label] or [a for a in wrong if label in a.label]
+    assert len(matches) == 1, (assignment, label, [a.label for a in matches])
+    answer = matches[0]
+    namespace: dict = {"__name__": "__main__"}
+    messages = {}
+    with torch.random.fork_rng(devices=[]):
+        for cell in source.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type != "code":
+                continue
+            code = answer.source if meta.get("grade_id") == answer.grade_id else cell.source
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(compile(code, f"<cell {meta.get('grade_id')}>", "exec"), namespace)
+            except Exception as error:  # noqa: BLE001 - a test cell's failure is its message
+                messages[meta.get("grade_id")] = str(error)
+    first_line = messages.get(f"{answer.grade_id}_tests", "(passed)").splitlines()[0]
+    assert "This is what" in first_line and mistake in first_line, first_line
+
+
 def test_assignments_are_well_formed():
     """3-6 graded parts each; every answer cell has a test cell <id>_tests and answers to test it."""
     for name in ASSIGNMENTS:

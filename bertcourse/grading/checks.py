@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from bertcourse.grading.forbid import _reference_callable, run
+from bertcourse.grading.mistakes import Mistake, diagnose
+from bertcourse.grading.mistakes import message as mistake_message
 from bertcourse.grading.values import (
     GradingError,
     _call_text,
@@ -42,6 +44,7 @@ def check_close(
     inputs_unchanged: bool = False,
     hint: str | None = None,
     quiet: bool = False,
+    mistakes: str | Sequence[Mistake] = (),
     **kwargs: Any,
 ) -> None:
     """Check that the learner's `fn(*args, **kwargs)` gives what `reference` gives.
@@ -58,6 +61,8 @@ def check_close(
         inputs_unchanged: fail if `fn` modified one of its tensor inputs in place.
         hint: shown below the message when the check fails.
         quiet: do not print the one-line success message.
+        mistakes: known mistakes of this part (a key of `mistakes.CATALOGUE` or a list): when
+            the output is wrong and equals what one of them gives, the message names it.
         **kwargs: keyword arguments for both functions.
     """
     __tracebackhide__ = True
@@ -81,7 +86,17 @@ def check_close(
             )
     lines = _compare(got, expected, "output", atol, rtol, check_dtype)
     if lines:
-        _fail(f"{call} returned a wrong result:", lines, hint)
+        header = f"{call} returned a wrong result:"
+        known = mistakes and diagnose(
+            got,
+            mistakes,
+            args,
+            kwargs,
+            lambda g, w: _compare(g, w, "output", atol, rtol, check_dtype),
+        )
+        if known:
+            header = f"{call} returned a wrong result. {mistake_message(known)}"
+        _fail(header, lines, hint)
     if not quiet:
         print(f"OK {call}")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -11,6 +11,8 @@ from torch import Tensor, nn
 
 from bertcourse.grading.checks import _fail
 from bertcourse.grading.forbid import run
+from bertcourse.grading.mistakes import Mistake, diagnose
+from bertcourse.grading.mistakes import message as mistake_message
 from bertcourse.grading.values import _call_text, _compare, _fn_name, describe
 
 # --- optimizers -----------------------------------------------------------------------------
@@ -65,6 +67,7 @@ def check_optimizer_steps(
     atol: float | None = None,
     rtol: float | None = None,
     hint: str | None = None,
+    mistakes: str | Sequence[Mistake] = (),
     **hyper: Any,
 ) -> None:
     """Run the learner's functional step over `grads` beside a torch-style optimizer.
@@ -103,16 +106,31 @@ def check_optimizer_steps(
         for name, g_value, e_value in zip(("param", "m", "v"), got, expected):
             lines += _compare(g_value, e_value, name, atol, rtol, check_dtype=True)
         if lines:
-            _fail(
+            header = (
                 f"step t={t} of {len(grads)} differs from {optimizer_class.__module__}."
-                f"{optimizer_class.__name__}{_hyper_text(hyper)}:\n  {call}",
-                lines,
-                hint,
+                f"{optimizer_class.__name__}{_hyper_text(hyper)}:"
             )
+            known = mistakes and diagnose(
+                tuple(got),
+                mistakes,
+                (p, g, m, v, t),
+                dict(hyper),
+                lambda x, w: _compare_steps(x, w, atol, rtol),
+            )
+            if known:
+                header += f" {mistake_message(known)}"
+            _fail(f"{header}\n  {call}", lines, hint)
         p, m, v = got
     print(
         f"OK {_fn_name(step_fn)}: {len(grads)} steps agree with {optimizer_class.__name__}{_hyper_text(hyper)}"
     )
+
+
+def _compare_steps(got: tuple, wrong: tuple, atol: float | None, rtol: float | None) -> list[str]:
+    lines = []
+    for name, g_value, w_value in zip(("param", "m", "v"), got, wrong):
+        lines += _compare(g_value, w_value, name, atol, rtol, check_dtype=True)
+    return lines
 
 
 def _hyper_text(hyper: Mapping[str, Any]) -> str:

@@ -63,17 +63,17 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 # %% [tests] id=sdpa_tests points=3
 REFERENCE = "bertcourse.attention.scaled_dot_product_attention"
 q, k, v = (grading.randn(1, 2, 4, 8, seed=s) for s in (1, 2, 3))
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="sdpa")
 bias = extended_attention_mask(torch.tensor([[1, 1, 1, 0]]))  # (1, 1, 1, 4): the last key is padding
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa", mistakes="sdpa")
 ### BEGIN HIDDEN TESTS
 # L_q != L_k, d_v != d_k, padding in the batch
 q, k, v = grading.randn(2, 3, 5, 16, seed=4), grading.randn(2, 3, 7, 16, seed=5), grading.randn(2, 3, 7, 4, seed=6)
 bias = extended_attention_mask(torch.tensor([[1] * 7, [1, 1, 1, 0, 0, 0, 0]]))
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa", mistakes="sdpa")
 # no head dimension, float64, a large head size where the scaling matters most
 q, k, v = (grading.randn(3, 6, 64, seed=s, dtype=torch.float64) for s in (7, 8, 9))
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="sdpa")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=split_text

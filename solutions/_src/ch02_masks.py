@@ -43,11 +43,11 @@ def padding_mask(input_ids, pad_token_id=0):
 
 # %% [tests] id=padding_mask_tests points=1
 ids = torch.tensor([[101, 7592, 2088, 102, 0, 0], [101, 2023, 2003, 1037, 3231, 102]])
-grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, forbid="masks")
+grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, forbid="masks", mistakes="padding_mask")
 ### BEGIN HIDDEN TESTS
 ids = grading.randint(0, 5, 4, 9, seed=1)
-grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, forbid="masks")
-grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, pad_token_id=1, forbid="masks")
+grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, forbid="masks", mistakes="padding_mask")
+grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, pad_token_id=1, forbid="masks", mistakes="padding_mask")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=extended_text
@@ -78,11 +78,11 @@ def extended_attention_mask(attention_mask, dtype=torch.float32):
 # %% [tests] id=extended_mask_tests points=2
 REFERENCE = "bertcourse.masks.extended_attention_mask"
 mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])
-grading.check_close(extended_attention_mask, REFERENCE, mask, forbid="masks")
+grading.check_close(extended_attention_mask, REFERENCE, mask, forbid="masks", mistakes="extended_mask")
 ### BEGIN HIDDEN TESTS
 mask = (grading.randint(0, 4, 3, 7, seed=2) > 0).long()
 for dtype in (torch.float16, torch.bfloat16, torch.float64):
-    grading.check_close(extended_attention_mask, REFERENCE, mask, dtype, forbid="masks")
+    grading.check_close(extended_attention_mask, REFERENCE, mask, dtype, forbid="masks", mistakes="extended_mask")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=softmax_text
@@ -144,11 +144,11 @@ def to_sdpa_bool_mask(attention_mask):
 
 # %% [tests] id=sdpa_mask_tests points=1
 mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
-grading.check_equal(to_sdpa_bool_mask, "bertcourse.masks.to_sdpa_bool_mask", mask, forbid="masks")
+grading.check_equal(to_sdpa_bool_mask, "bertcourse.masks.to_sdpa_bool_mask", mask, forbid="masks", mistakes="sdpa_mask")
 ### BEGIN HIDDEN TESTS
 mask = (grading.randint(0, 3, 4, 8, seed=5) > 0).long()
 mask[:, 0] = 1  # no fully masked row: torch 2.13's fused kernel returns zeros there on CPU (eager -inf gives NaN)
-grading.check_equal(to_sdpa_bool_mask, "bertcourse.masks.to_sdpa_bool_mask", mask, forbid="masks")
+grading.check_equal(to_sdpa_bool_mask, "bertcourse.masks.to_sdpa_bool_mask", mask, forbid="masks", mistakes="sdpa_mask")
 # the fused kernel with this mask equals the additive bias of part 2
 q, k, v = (grading.randn(4, 2, 8, 4, seed=s) for s in (6, 7, 8))
 bool_mask = grading.run(to_sdpa_bool_mask, mask, forbid="masks")

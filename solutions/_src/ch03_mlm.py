@@ -185,11 +185,11 @@ def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
 
 # %% [tests] id=count_tests points=1
 for seq_len in (10, 20, 40, 128):
-    grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, forbid="mlm")
+    grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, forbid="mlm", mistakes="num_predictions")
 ### BEGIN HIDDEN TESTS
 for prob, cap in ((0.15, 20), (0.15, 80), (0.1, 20), (0.25, 5)):
     for seq_len in range(1, 600, 1 if prob == 0.15 else 7):
-        grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, prob, cap, forbid="mlm", quiet=True)
+        grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, prob, cap, forbid="mlm", quiet=True, mistakes="num_predictions")
 print("OK num_predictions on 1500 lengths")
 ### END HIDDEN TESTS
 

@@ -93,15 +93,15 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 # %% [tests] id=ce_tests points=3
 logits = grading.randn(6, 5, seed=1)
 targets = torch.tensor([1, 0, IGNORE_INDEX, 4, 2, IGNORE_INDEX])
-grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets, forbid="cross_entropy", use_reference={"log_softmax": "bertcourse.losses.log_softmax"})
+grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets, forbid="cross_entropy", use_reference={"log_softmax": "bertcourse.losses.log_softmax"}, mistakes="cross_entropy")
 ### BEGIN HIDDEN TESTS
 EARLIER = {"log_softmax": "bertcourse.losses.log_softmax"}
 logits = grading.randn(2, 4, 7, seed=2, dtype=torch.float64, scale=3.0)  # (B, L, V)
 targets = torch.tensor([[3, IGNORE_INDEX, 0, 6], [IGNORE_INDEX, IGNORE_INDEX, 2, 1]])
-grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets, forbid="cross_entropy", use_reference=EARLIER)
-grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, torch.full((2, 4), IGNORE_INDEX), forbid="cross_entropy", use_reference=EARLIER)
-grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets.clamp(min=0), 0, forbid="cross_entropy", use_reference=EARLIER)
-grading.check_close(cross_entropy, F.cross_entropy, grading.randn(40, 3, seed=3), grading.randint(0, 3, 40, seed=4), forbid="cross_entropy", use_reference=EARLIER)
+grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets, forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
+grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, torch.full((2, 4), IGNORE_INDEX), forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
+grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets.clamp(min=0), 0, forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
+grading.check_close(cross_entropy, F.cross_entropy, grading.randn(40, 3, seed=3), grading.randint(0, 3, 40, seed=4), forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=grad_text
@@ -136,7 +136,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 FORBID_GRAD = ("autograd", "cross_entropy")
 logits = grading.randn(6, 5, seed=1)
 targets = torch.tensor([1, 0, IGNORE_INDEX, 4, 2, IGNORE_INDEX])
-grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, targets, forbid=FORBID_GRAD)
+grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, targets, forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
 # the same thing, with autograd
 z = logits.clone().requires_grad_()
 F.cross_entropy(z, targets).backward()
@@ -144,9 +144,9 @@ grading.check_value(grading.run(cross_entropy_grad, logits, targets, forbid=FORB
 ### BEGIN HIDDEN TESTS
 logits = grading.randn(2, 4, 7, seed=2, dtype=torch.float64)
 targets = torch.tensor([[3, IGNORE_INDEX, 0, 6], [IGNORE_INDEX, IGNORE_INDEX, 2, 1]])
-grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, targets, forbid=FORBID_GRAD)
-grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, torch.full((2, 4), IGNORE_INDEX), forbid=FORBID_GRAD)
-grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, targets.clamp(min=0), 0, forbid=FORBID_GRAD)
+grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, targets, forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
+grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, torch.full((2, 4), IGNORE_INDEX), forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
+grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, targets.clamp(min=0), 0, forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=mlm_text

@@ -65,12 +65,12 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 # %% [tests] id=adam_tests points=3
 param = grading.randn(3, 4, seed=1)
-grading.check_optimizer_steps(adam_step, torch.optim.Adam, param, gradients((3, 4), 10, seed=2), lr=0.01, forbid="optim")
+grading.check_optimizer_steps(adam_step, torch.optim.Adam, param, gradients((3, 4), 10, seed=2), lr=0.01, forbid="optim", mistakes="adam")
 ### BEGIN HIDDEN TESTS
 param = grading.randn(7, seed=3, dtype=torch.float64)
 grads = gradients((7,), 30, seed=4, dtype=torch.float64)
-grading.check_optimizer_steps(adam_step, torch.optim.Adam, param, grads, lr=0.1, betas=(0.8, 0.99), eps=1e-3, forbid="optim")
-grading.check_optimizer_steps(adam_step, torch.optim.Adam, param, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, forbid="optim")
+grading.check_optimizer_steps(adam_step, torch.optim.Adam, param, grads, lr=0.1, betas=(0.8, 0.99), eps=1e-3, forbid="optim", mistakes="adam")
+grading.check_optimizer_steps(adam_step, torch.optim.Adam, param, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, forbid="optim", mistakes="adam")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=adamw_text
@@ -99,11 +99,11 @@ def adamw_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, w
 # %% [tests] id=adamw_tests points=2
 EARLIER = {"adam_step": grading.functional_step(bertcourse.optim.Adam)}
 param = grading.randn(3, 4, seed=1)
-grading.check_optimizer_steps(adamw_step, torch.optim.AdamW, param, gradients((3, 4), 10, seed=2), lr=0.01, weight_decay=0.1, forbid="optim", use_reference=EARLIER)
+grading.check_optimizer_steps(adamw_step, torch.optim.AdamW, param, gradients((3, 4), 10, seed=2), lr=0.01, weight_decay=0.1, forbid="optim", use_reference=EARLIER, mistakes="adamw")
 ### BEGIN HIDDEN TESTS
 param = grading.randn(2, 5, seed=5, dtype=torch.float64)
 grads = gradients((2, 5), 20, seed=6, dtype=torch.float64)
-grading.check_optimizer_steps(adamw_step, torch.optim.AdamW, param, grads, lr=0.05, weight_decay=0.5, betas=(0.85, 0.995), eps=1e-6, forbid="optim", use_reference=EARLIER)
+grading.check_optimizer_steps(adamw_step, torch.optim.AdamW, param, grads, lr=0.05, weight_decay=0.5, betas=(0.85, 0.995), eps=1e-6, forbid="optim", use_reference=EARLIER, mistakes="adamw")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=linear_text
@@ -129,12 +129,12 @@ def warmup_linear_decay(step, *, warmup_steps, total_steps):
 
 # %% [tests] id=linear_tests points=2
 for step in range(0, 11):
-    grading.check_close(warmup_linear_decay, "bertcourse.optim.warmup_linear_decay", step, warmup_steps=4, total_steps=10, forbid="schedules", quiet=True)
+    grading.check_close(warmup_linear_decay, "bertcourse.optim.warmup_linear_decay", step, warmup_steps=4, total_steps=10, forbid="schedules", quiet=True, mistakes="warmup_linear")
 print("OK warmup_linear_decay for steps 0..10 (warm-up 4, total 10)")
 ### BEGIN HIDDEN TESTS
 for warmup, total in ((0, 7), (3, 12), (1, 2), (10_000, 1_000_000)):
     for step in sorted({0, 1, 2, warmup - 1, warmup, warmup + 1, total // 2, total - 1, total, total + 1, total + 5} - {-1}):
-        grading.check_close(warmup_linear_decay, "bertcourse.optim.warmup_linear_decay", step, warmup_steps=warmup, total_steps=total, forbid="schedules", quiet=True)
+        grading.check_close(warmup_linear_decay, "bertcourse.optim.warmup_linear_decay", step, warmup_steps=warmup, total_steps=total, forbid="schedules", quiet=True, mistakes="warmup_linear")
 print("OK warmup_linear_decay")
 ### END HIDDEN TESTS
 

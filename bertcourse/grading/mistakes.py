@@ -1,0 +1,307 @@
+"""Known mistakes, computed: feedback that names the misconception.
+
+When a learner's output is wrong, the check computes what each known mistake of that part
+gives on the same inputs; if the learner's output equals one of them, the message says which
+mistake it is and where the book explains it ("your boolean mask is inverted: for
+`F.scaled_dot_product_attention`, True means *may attend*"). It works the same in the visible
+checks (the learner's own process) and under the referee (the learner's output is data there,
+the wrong variants run in the referee). It never shows an input or an expected value: only the
+name of the mistake.
+
+A catalogue is a list of `Mistake`s; a test cell passes one with `mistakes=` (a key of
+`CATALOGUE`, or a list). Each `Mistake.compute` takes the reference's arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+@dataclasses.dataclass(frozen=True)
+class Mistake:
+    name: str  # short: "the scores divided by d_k instead of sqrt(d_k)"
+    why: str  # one sentence: what is wrong and what is right
+    where: str  # the book section that explains it
+    compute: Callable[..., Any]  # what the mistake gives, from the reference's arguments
+
+
+def _attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, scale: float, dim: int):
+    scores = q @ k.transpose(-2, -1) * scale
+    if bias is not None:
+        scores = scores + bias
+    probs = torch.softmax(scores, dim=dim)
+    return probs @ v, probs
+
+
+def _bias(mask: Tensor, dtype: torch.dtype, value: float, inverted: bool = False) -> Tensor:
+    keep = mask[:, None, None, :].to(torch.bool)
+    if inverted:
+        keep = ~keep
+    return torch.where(keep, 0.0, value).to(dtype)
+
+
+def _ce_terms(logits: Tensor, targets: Tensor, ignore_index: int) -> tuple[Tensor, Tensor]:
+    keep = targets != ignore_index
+    logp = torch.log_softmax(logits, dim=-1)
+    picked = logp.gather(-1, targets.clamp(min=0).long().unsqueeze(-1)).squeeze(-1)
+    return torch.where(keep, -picked, torch.zeros_like(picked)), keep
+
+
+def _ce_grad(logits: Tensor, targets: Tensor, ignore_index: int, count: Callable) -> Tensor:
+    keep = targets != ignore_index
+    grad = torch.softmax(logits, dim=-1)
+    grad = grad - F.one_hot(targets.clamp(min=0).long(), logits.shape[-1]).to(logits.dtype)
+    grad = grad * keep.unsqueeze(-1)
+    return grad / count(keep)
+
+
+def _adam_step(
+    param,
+    grad,
+    m,
+    v,
+    t,
+    lr=1e-3,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    correction_t=None,
+    weight_decay=0.0,
+    l2=False,
+):
+    b1, b2 = betas
+    if l2:
+        grad = grad + weight_decay * param
+    m = b1 * m + (1 - b1) * grad
+    v = b2 * v + (1 - b2) * grad * grad
+    tc = t if correction_t is None else correction_t
+    m_hat = m / (1 - b1**tc) if tc else m
+    v_hat = v / (1 - b2**tc) if tc else v
+    new = param - lr * m_hat / (v_hat.sqrt() + eps)
+    if weight_decay and not l2:
+        new = new - lr * weight_decay * param
+    return new, m, v
+
+
+def _half_up(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+SDPA_DIM = "chapter 1, 'Scaled dot-product attention' (why sqrt(d_k))"
+MASKS = "chapter 2, 'The additive bias' (the dtype's minimum, not -10000 or -inf)"
+LOSS = "chapter 4, 'The mean over labelled positions'"
+
+CATALOGUE: dict[str, list[Mistake]] = {
+    "sdpa": [
+        Mistake(
+            "no 1/sqrt(d_k) scaling",
+            "without it the scores grow with the head size and the softmax saturates",
+            SDPA_DIM,
+            lambda q, k, v, bias=None: _attention(q, k, v, bias, 1.0, -1),
+        ),
+        Mistake(
+            "the scores divided by d_k instead of sqrt(d_k)",
+            "the dot product's standard deviation grows like sqrt(d_k), so that is the divisor",
+            SDPA_DIM,
+            lambda q, k, v, bias=None: _attention(q, k, v, bias, 1.0 / q.shape[-1], -1),
+        ),
+        Mistake(
+            "the softmax over the queries (dim=-2)",
+            "each query's weights must sum to 1 over the keys, the last dimension",
+            "chapter 1, 'Scaled dot-product attention'",
+            lambda q, k, v, bias=None: _attention(q, k, v, bias, q.shape[-1] ** -0.5, -2),
+        ),
+    ],
+    "extended_mask": [
+        Mistake(
+            "-10000 instead of the dtype's minimum",
+            "the original's constant is not small enough for large scores and overflows in "
+            "float16; use torch.finfo(dtype).min",
+            MASKS,
+            lambda mask, dtype=torch.float32: _bias(mask, dtype, -10000.0),
+        ),
+        Mistake(
+            "-inf instead of the dtype's minimum",
+            "a row with every key masked becomes NaN (inf - inf); use torch.finfo(dtype).min",
+            MASKS,
+            lambda mask, dtype=torch.float32: _bias(mask, dtype, float("-inf")),
+        ),
+        Mistake(
+            "an inverted mask (the padding kept, the tokens masked)",
+            "attention_mask is 1 for a token and 0 for padding; the bias is 0 where it is 1",
+            "chapter 2, 'One convention'",
+            lambda mask, dtype=torch.float32: _bias(mask, dtype, torch.finfo(dtype).min, True),
+        ),
+    ],
+    "padding_mask": [
+        Mistake(
+            "an inverted mask (1 = padding)",
+            "the convention is 1 for a token and 0 for padding",
+            "chapter 2, 'One convention'",
+            lambda ids, pad_token_id=0: (ids == pad_token_id).long(),
+        ),
+    ],
+    "sdpa_mask": [
+        Mistake(
+            "nn.MultiheadAttention's polarity (True = ignore)",
+            "for F.scaled_dot_product_attention a boolean mask's True means *may attend*; "
+            "nn.MultiheadAttention's key_padding_mask uses the opposite",
+            "chapter 2, 'Two boolean polarities'",
+            lambda mask: (mask == 0)[:, None, None, :],
+        ),
+    ],
+    "num_predictions": [
+        Mistake(
+            "int() truncation instead of rounding",
+            "the original rounds n x 0.15 (round half to even in Python 3), it does not truncate",
+            "chapter 3, 'How many positions'",
+            lambda n, prob=0.15, cap=20: min(cap, max(1, int(n * prob))),
+        ),
+        Mistake(
+            "halves rounded up instead of to even",
+            "Python 3's round() sends 2.5 to 2: the original's counts follow it",
+            "chapter 3, 'How many positions'",
+            lambda n, prob=0.15, cap=20: min(cap, max(1, _half_up(n * prob))),
+        ),
+    ],
+    "cross_entropy": [
+        Mistake(
+            "the mean over every position, ignored ones counted as 0",
+            "the mean runs over labelled positions only; padding would dilute the loss",
+            LOSS,
+            lambda logits, targets, ignore_index=-100: _ce_terms(logits, targets, ignore_index)[
+                0
+            ].mean(),
+        ),
+        Mistake(
+            "the sum instead of the mean",
+            "PyTorch's default reduction is the mean over labelled items",
+            LOSS,
+            lambda logits, targets, ignore_index=-100: _ce_terms(logits, targets, ignore_index)[
+                0
+            ].sum(),
+        ),
+        Mistake(
+            "the mean of the non-zero losses (seed 000's loss[loss != 0])",
+            "a confident correct prediction has loss exactly 0 and must still count",
+            LOSS,
+            lambda logits, targets, ignore_index=-100: (lambda terms: terms[terms != 0].mean())(
+                _ce_terms(logits, targets, ignore_index)[0]
+            ),
+        ),
+    ],
+    "cross_entropy_grad": [
+        Mistake(
+            "the gradient not divided by the number of labelled items",
+            "the loss is a mean, so each item's gradient carries 1/N",
+            "chapter 4, 'The gradient by hand'",
+            lambda logits, targets, ignore_index=-100: _ce_grad(
+                logits, targets, ignore_index, lambda keep: 1.0
+            ),
+        ),
+        Mistake(
+            "the gradient divided by every item, ignored ones included",
+            "N counts the labelled items only",
+            "chapter 4, 'The gradient by hand'",
+            lambda logits, targets, ignore_index=-100: _ce_grad(
+                logits, targets, ignore_index, lambda keep: keep.numel()
+            ),
+        ),
+        Mistake(
+            "the opposite sign (one_hot - softmax)",
+            "the gradient of the loss is softmax - one_hot; descent subtracts it",
+            "chapter 4, 'The gradient by hand'",
+            lambda logits, targets, ignore_index=-100: (
+                -_ce_grad(logits, targets, ignore_index, lambda keep: keep.sum())
+            ),
+        ),
+    ],
+    "adam": [
+        Mistake(
+            "no bias correction",
+            "that is the original BERT optimizer, not Adam: the first steps are too small",
+            "chapter 6, 'Bias correction'",
+            lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correction_t=0, **h),
+        ),
+        Mistake(
+            "bias correction with t - 1",
+            "at step t (1 for the first) the moments are divided by 1 - beta^t",
+            "chapter 6, 'Bias correction'",
+            lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correction_t=t - 1, **h),
+        ),
+        Mistake(
+            "bias correction with t + 1",
+            "at step t (1 for the first) the moments are divided by 1 - beta^t",
+            "chapter 6, 'Bias correction'",
+            lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correction_t=t + 1, **h),
+        ),
+    ],
+    "warmup_linear": [
+        Mistake(
+            "warm-up one step early ((step + 1) / warmup_steps)",
+            "the first update uses step 0, so its rate is 0 during warm-up (LambdaLR's order)",
+            "chapter 6, 'The schedule in a training loop'",
+            lambda step, *, warmup_steps, total_steps: (
+                (step + 1) / warmup_steps
+                if step < warmup_steps
+                else max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+            ),
+        ),
+        Mistake(
+            "the decay over all total_steps (the original's formula)",
+            "transformers' schedule decays over the steps after warm-up, total - warmup",
+            "chapter 6, 'Two schedules'",
+            lambda step, *, warmup_steps, total_steps: (
+                step / warmup_steps if step < warmup_steps else max(0.0, 1 - step / total_steps)
+            ),
+        ),
+    ],
+    "adamw": [
+        Mistake(
+            "L2 regularisation instead of decoupled weight decay",
+            "AdamW subtracts lr x weight_decay x param outside the adaptive step; adding "
+            "weight_decay x param to the gradient is Adam with L2",
+            "chapter 6, 'Decoupled weight decay'",
+            lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, l2=True, **h),
+        ),
+    ],
+}
+
+
+def resolve(mistakes: str | Sequence[Mistake]) -> list[Mistake]:
+    if isinstance(mistakes, str):
+        if mistakes not in CATALOGUE:
+            raise LookupError(f"grading setup: no catalogue of mistakes named {mistakes!r}")
+        return CATALOGUE[mistakes]
+    return list(mistakes)
+
+
+def diagnose(
+    got: Any,
+    mistakes: str | Sequence[Mistake],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    compare: Callable[[Any, Any], list[str]],
+) -> Mistake | None:
+    """The first known mistake whose output on these inputs equals `got`, or None."""
+    from bertcourse.grading.values import _copy
+
+    for mistake in resolve(mistakes):
+        try:
+            a, k = _copy((args, kwargs))
+            wrong = mistake.compute(*a, **k)
+        except Exception:  # a mistake that does not apply to these inputs
+            continue
+        if not compare(got, wrong):
+            return mistake
+    return None
+
+
+def message(mistake: Mistake) -> str:
+    return f"This is what {mistake.name} gives: {mistake.why}. The book explains it in {mistake.where}."
