@@ -108,8 +108,8 @@ _bertcourse_make_venv() {
 }
 
 # Exit 0 when every `name==version` of requirements.txt is installed and bertcourse is installed
-# editable from this checkout (not from another clone); otherwise print what is missing and exit 1. A CUDA build of
-# torch (nvidia-* packages, several GB) gets a warning.
+# editable from this checkout (not from another clone); otherwise print what is missing and
+# exit 1. A CUDA build of torch (nvidia-* packages, several GB) gets a warning.
 _BERTCOURSE_CHECK='
 import importlib.metadata as md, json, pathlib, re, sys, urllib.parse
 sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # not the checkout (its *.egg-info)
