@@ -374,6 +374,7 @@ def load_corpus(
 def _source_hash() -> str:
     """The corpus rules and the tokenization code: a change to either rebuilds the cache."""
     h = hashlib.sha256(Path(_corpus_module.__file__).read_bytes())
+    h.update(_corpus_module.SHIPPED.read_bytes())  # the shipped extraction itself
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:16]
 

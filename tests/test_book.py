@@ -238,3 +238,15 @@ def test_launch_buttons_open_the_exercise_notebook() -> None:
     draft = context("book/ch09_draft")  # no exercise: Colab cannot open .md, so no Colab button
     book_ext._launch_exercise(App(), "book/ch09_draft", "page.html", draft, None)
     assert [b["text"] for b in draft["header_buttons"][1]["buttons"]] == ["Binder"]
+
+
+def test_every_chapter_links_its_exercise_in_jupyterlab() -> None:
+    """The learner opens each chapter's exercise in their own JupyterLab (no Binder or Colab:
+    bertcourse and the CPU build of torch cannot be installed there), and the site offers no
+    launch button that would fail."""
+    for page, notebook in EXERCISES.items():
+        text = (ROOT / "book" / f"{page}.md").read_text()
+        assert f"http://localhost:8888/lab/tree/{notebook}" in text, page
+        assert (ROOT / notebook).exists(), notebook
+    config = (ROOT / "_config.yml").read_text()
+    assert "binderhub_url" not in config and "colab_url" not in config

@@ -7,6 +7,7 @@ import ast
 import random
 import re
 import shutil
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -358,3 +359,17 @@ def test_data_is_the_front_door_of_the_split_modules():
     assert data.load_tokenizer is data.corpus_tokenizer
     tok = data.corpus_tokenizer("bert")
     assert type(tok).__module__.startswith("tokenizers") and tok.get_vocab_size() == 30522
+
+
+def test_the_shipped_corpus_is_this_extraction_where_the_python_matches() -> None:
+    """The shipped file is what the extraction gives on the Python it was made with; on any
+    Python, the default corpus is the shipped one (the book's numbers do not move)."""
+    import platform
+
+    from bertcourse import corpus
+
+    shipped = corpus.stdlib_corpus()
+    assert len(shipped) == 553 and sum(len(d.sentences) for d in shipped) == 18_591
+    assert shipped == corpus.read_shipped()
+    if platform.python_version() == "3.11.7" and "pyenv" in sys.prefix:
+        assert corpus.extract_stdlib_corpus() == shipped

@@ -474,7 +474,9 @@ def referee_disagreements(
     start = time.perf_counter()
     os.environ.setdefault("BERTCOURSE_REFEREE_KEY", "00" * 32)
     summary = run(
-        Options(assignment=assignment, course=str(course), workers=2, progress=False, memory_mib=3072),
+        Options(
+            assignment=assignment, course=str(course), workers=2, progress=False, memory_mib=3072
+        ),
         log=lambda *a: None,
     )
     timings["referee"] = time.perf_counter() - start

@@ -95,7 +95,9 @@ def test_the_csv_carries_the_penalty(graded: Path) -> None:
     # 1 day and 21 hours late: two started days, 2 x 10 % of 6 points
     assert rows["late"]["late_penalty"] == "1.2" and rows["late"]["final_score"] == "4.8"
     assert "late" in rows["late"]["late"]
-    assert rows["nostamp"]["late_penalty"] == "0" and "no submission time" in rows["nostamp"]["late"]
+    assert (
+        rows["nostamp"]["late_penalty"] == "0" and "no submission time" in rows["nostamp"]["late"]
+    )
 
 
 def test_feedback_names_the_penalty(graded: Path) -> None:

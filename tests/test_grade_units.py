@@ -207,7 +207,11 @@ def test_invalid_notebooks_are_named(tmp_path: Path, content: bytes, reason: str
 
 def test_csv_rows_give_zero_parts_for_unreadable_and_missing(toy) -> None:
     _, spec, _ = toy
-    parts = {("toy", "scale_tests"): 2.0, ("toy", "softmax_tests"): 3.0, ("toy", "count_tests"): 0.0}
+    parts = {
+        ("toy", "scale_tests"): 2.0,
+        ("toy", "softmax_tests"): 3.0,
+        ("toy", "count_tests"): 0.0,
+    }
     results = [
         StoredGrade("a", "graded", "", 5.0, 6.0, parts, late_penalty=1.5, late="1 day late"),
         StoredGrade("b", "invalid_notebook", "not JSON", 0.0, 6.0, {}),
@@ -215,7 +219,11 @@ def test_csv_rows_give_zero_parts_for_unreadable_and_missing(toy) -> None:
     rows = csv_rows(spec, results)
     assert rows[0]["score"] == "5" and rows[0]["count_tests"] == "0"
     assert rows[1]["status"] == "invalid_notebook" and rows[1]["softmax_tests"] == "0"
-    assert (rows[0]["late_penalty"], rows[0]["final_score"], rows[0]["late"]) == ("1.5", "3.5", "1 day late")
+    assert (rows[0]["late_penalty"], rows[0]["final_score"], rows[0]["late"]) == (
+        "1.5",
+        "3.5",
+        "1 day late",
+    )
 
 
 def test_help_lists_the_statuses() -> None:

@@ -54,14 +54,18 @@ def basic_tokenize(text):
 # %% wrong basic: Chinese characters not spaced
 def basic_tokenize(text):
     text = clean_text(text)
-    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn").lower()
+    text = "".join(
+        c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"
+    ).lower()
     return [piece for word in text.split() for piece in split_on_punctuation(word)]
 
 
 # %% wrong basic: splits on single spaces (empty words survive)
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text))
-    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn").lower()
+    text = "".join(
+        c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"
+    ).lower()
     return [piece for word in text.split(" ") for piece in (split_on_punctuation(word) or [word])]
 
 
@@ -71,7 +75,9 @@ def basic_tokenize(text):
     out = []
     for word in words:
         decomposed = unicodedata.normalize("NFD", word)
-        out += split_on_punctuation("".join(c for c in decomposed if unicodedata.category(c) != "Mn"))
+        out += split_on_punctuation(
+            "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
+        )
     return out
 
 
@@ -154,7 +160,9 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     if len(a) + len(b) > places:
         shorter = min(len(a), len(b))
         if shorter <= places - shorter:
-            keep_a, keep_b = (len(a), places - len(a)) if len(a) == shorter else (places - len(b), len(b))
+            keep_a, keep_b = (
+                (len(a), places - len(a)) if len(a) == shorter else (places - len(b), len(b))
+            )
         else:
             half, odd = divmod(places, 2)
             keep_a, keep_b = (half + odd, half) if len(a) > len(b) else (half, half + odd)
@@ -211,7 +219,9 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     if len(a) + len(b) > places:
         shorter = min(len(a), len(b))
         if shorter <= places - shorter:
-            keep_a, keep_b = (len(a), places - len(a)) if len(a) == shorter else (places - len(b), len(b))
+            keep_a, keep_b = (
+                (len(a), places - len(a)) if len(a) == shorter else (places - len(b), len(b))
+            )
         else:
             half, odd = divmod(places, 2)
             keep_a, keep_b = (half + odd, half) if len(a) > len(b) else (half, half + odd)

@@ -109,7 +109,9 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     model.train()
     optimizer.zero_grad()
-    out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["labels"])
+    out = model(
+        batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["labels"]
+    )
     out.loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
     optimizer.step()
@@ -121,11 +123,16 @@ def evaluate(model, batches):
     logits, labels = [], []
     with torch.no_grad():
         for batch in batches:
-            logits.append(model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits)
+            logits.append(
+                model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
+            )
             labels.append(batch["labels"])
     logits, labels = torch.cat(logits), torch.cat(labels)
-    return {"logits": logits, "loss": F.cross_entropy(logits, labels).item(),
-            "accuracy": (logits.argmax(-1) == labels).float().mean().item()}
+    return {
+        "logits": logits,
+        "loss": F.cross_entropy(logits, labels).item(),
+        "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+    }
 
 
 # %% wrong eval: no torch.no_grad() (a graph is recorded for every batch)
@@ -134,12 +141,17 @@ def evaluate(model, batches):
     model.eval()
     logits, labels = [], []
     for batch in batches:
-        logits.append(model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits)
+        logits.append(
+            model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
+        )
         labels.append(batch["labels"])
     model.train(was_training)
     logits, labels = torch.cat(logits), torch.cat(labels)
-    return {"logits": logits, "loss": F.cross_entropy(logits, labels).item(),
-            "accuracy": (logits.argmax(-1) == labels).float().mean().item()}
+    return {
+        "logits": logits,
+        "loss": F.cross_entropy(logits, labels).item(),
+        "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+    }
 
 
 # %% wrong eval: the mean of the batch means (batches of different sizes)
@@ -155,8 +167,11 @@ def evaluate(model, batches):
             losses.append(out.loss.item())
     model.train(was_training)
     logits, labels = torch.cat(logits), torch.cat(labels)
-    return {"logits": logits, "loss": sum(losses) / len(losses),
-            "accuracy": (logits.argmax(-1) == labels).float().mean().item()}
+    return {
+        "logits": logits,
+        "loss": sum(losses) / len(losses),
+        "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+    }
 
 
 # %% alternative eval: torch.inference_mode, per-batch sums with the model's own loss
