@@ -6,8 +6,8 @@
 # Fine-tuning adds one small layer to a pretrained BERT and trains everything on labelled
 # examples. You will write the classification head and its loss, one fine-tuning step that
 # gives exactly what transformers' `BertForSequenceClassification` gives on the same weights,
-# and an evaluation loop that measures a model without changing it. Chapter 8 of the book
-# ("Fine-tuning") explains why each step is there.
+# and an evaluation loop that measures a model without changing it. The book's chapter
+# "Fine-tuning" explains why each step is there.
 #
 # **How to work.** Write your code where a cell says `# YOUR CODE HERE`, replacing the
 # `raise NotImplementedError()`, then run the test cell below it (`OK ...` or a message).
