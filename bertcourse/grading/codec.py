@@ -182,6 +182,7 @@ class _Encoder:
             "$module": _class_path(type(m)),
             "index": len(self.modules) - 1,
             "config": self.value(dataclasses.asdict(config)),
+            "init": self.value(m.init_kwargs() if hasattr(m, "init_kwargs") else {}),
             "state": state,
             "grads": grads,
             "training": m.training,
@@ -332,7 +333,15 @@ class _Decoder:
             return BertConfig(**self.value(body, depth + 1))
         if tag == "$module":
             cls = _load_class(body)
-            module = cls(BertConfig(**self.value(node["config"], depth + 1)))
+            init = self.value(node.get("init", {"$dict": []}), depth + 1)
+            if not isinstance(init, dict) or not all(
+                isinstance(k, str) and (v is None or isinstance(v, (bool, int, float, str)))
+                for k, v in init.items()
+            ):
+                raise CodecError(
+                    "a module's constructor arguments must be plain numbers or strings"
+                )
+            module = cls(BertConfig(**self.value(node["config"], depth + 1)), **init)
             module.load_state_dict(self._tensor_dict(node["state"], depth))
             params = dict(module.named_parameters())
             for name, grad in self._tensor_dict(node.get("grads", {}), depth).items():

@@ -1,7 +1,7 @@
 # Source of solutions/ch08_finetuning/finetuning.ipynb (build: python solutions/_build_notebooks.py)
 
 # %% [markdown] id=intro
-# # Exercises 8: fine-tuning
+# # Exercises 8: Fine-tuning
 #
 # Fine-tuning adds one small layer to a pretrained BERT and trains everything on labelled
 # examples. You will write the classification head and its loss, one fine-tuning step that
