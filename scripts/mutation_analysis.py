@@ -211,7 +211,7 @@ def _changed_line(original: str, mutated: str, line: int) -> str:
     return b[-1] if len(b) > len(a) else "(removed)"
 
 
-def _run(source_nb, answers: dict[str, str], target: str, seconds: int = 120) -> bool:
+def _run(source_nb, answers: dict[str, str], target: str, seconds: int = 30) -> bool:
     """Does the test cell `<target>_tests` pass with these answers? Each mutant runs in a
     forked child with a time and memory limit: a mutant that loops forever, allocates without
     bound or crashes the interpreter is killed (its test would fail), and cannot stop the run."""
