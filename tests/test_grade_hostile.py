@@ -210,9 +210,9 @@ def test_csv_columns_and_plot(bank: dict) -> None:
 def test_gradebook_holds_the_same_statuses_and_scores(bank: dict) -> None:
     results = gradebook.read_results(f"sqlite:///{bank['ctx']['gradebook']}", "hostile", "toy")
     for r in results:
-        row = bank["rows"][r["student_id"]]
-        assert r["status"] == row["status"], r["student_id"]
-        scored = [v for v in r["parts"].values() if v is not None]
+        row = bank["rows"][r.student_id]
+        assert r.status == row["status"], r.student_id
+        scored = [v for v in r.parts.values() if v is not None]
         assert sum(scored) == pytest.approx(float(row["score"]))
 
 
