@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import importlib
 import sys
 from collections.abc import Iterable
@@ -146,6 +147,7 @@ class StudentCode:
         """`cells`: (index, source) of the learner's cells; `context`: the instructor's set-up
         cells, whose imports (`import torch.nn.functional as F`) are names the learner uses."""
         self.units: list[_Unit] = []
+        self._verdicts: dict[tuple, list[Finding]] = {}  # violations() per call shape
         self.aliases: dict[str, str] = {}  # local name -> dotted module path or object path
         self.defs: dict[str, list[_Unit]] = {}  # global name -> definitions / assignments
         for source in context:
@@ -310,12 +312,34 @@ class StudentCode:
         kwargs: dict[str, Any],
         replaced: set[str] = frozenset(),
     ) -> list[Finding]:
-        """Why the call `name(*args, **kwargs)` may not be graded (empty: it may)."""
+        """Why the call `name(*args, **kwargs)` may not be graded (empty: it may).
+
+        The answer depends on the arguments only through the modules among them, so it is
+        computed once per function, rule and module types (a test may call a function 1,500
+        times)."""
+        modules = tuple(
+            (i, type(v))
+            for i, v in enumerate([*args, *kwargs.values()])
+            if isinstance(v, nn.Module)
+        )
+        key = (name, tuple(forbidden), frozenset(replaced), modules, tuple(kwargs))
+        if key not in self._verdicts:
+            self._verdicts[key] = self._violations(name, forbidden, args, kwargs, replaced)
+        return list(self._verdicts[key])
+
+    def _violations(
+        self,
+        name: str,
+        forbidden: list[str],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        replaced: set[str],
+    ) -> list[Finding]:
         units = self.reachable(name, replaced)
         found = self._scan(units, machinery=True) + self._scan(units, machinery=False)
         if not forbidden:
             return found
-        exact, methods, classes = _forbidden_sets(forbidden)
+        exact, methods, classes = _forbidden_sets(tuple(forbidden))
         module_params = _module_parameters(units, name, args, kwargs)
         for unit in units:
             for node in ast.walk(unit.node):
@@ -411,7 +435,8 @@ def _resolve(dotted: str) -> Any:
     return None
 
 
-def _forbidden_sets(forbidden: list[str]) -> tuple[set[str], set[str], dict[str, set[type]]]:
+@functools.lru_cache(maxsize=256)
+def _forbidden_sets(forbidden: tuple[str, ...]) -> tuple[set[str], set[str], dict[str, set[type]]]:
     """(module-level paths, method names of torch.Tensor, class path -> classes whose method
     is forbidden)."""
     exact: set[str] = set()

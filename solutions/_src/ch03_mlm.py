@@ -187,10 +187,19 @@ def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
 for seq_len in (10, 20, 40, 128):
     grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, forbid="mlm", mistakes="num_predictions")
 ### BEGIN HIDDEN TESTS
+def lengths_to_check(prob):
+    """Where rounding bugs live: every short length, every length whose count is exactly a half
+    (round half to even), and a stride through the long ones (the cap)."""
+    halves = {n for n in range(1, 600) if abs((n * prob) % 1 - 0.5) < 1e-9}
+    return sorted(set(range(1, 60)) | halves | set(range(60, 600, 11)))
+
+
+checked = 0
 for prob, cap in ((0.15, 20), (0.15, 80), (0.1, 20), (0.25, 5)):
-    for seq_len in range(1, 600, 1 if prob == 0.15 else 7):
+    for seq_len in lengths_to_check(prob):
         grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, prob, cap, forbid="mlm", quiet=True, mistakes="num_predictions")
-print("OK num_predictions on 1500 lengths")
+        checked += 1
+print(f"OK num_predictions on {checked} lengths")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=words_text
