@@ -272,6 +272,23 @@ def test_a_kernel_scores_exactly_the_parts_whose_numbers_are_right() -> None:
     }
 
 
+def test_in_place_changes_of_a_direct_call_cannot_move_the_expected_value() -> None:
+    """`check_value(count_positive(x), int((x > 0).sum()))`: a kernel that zeroes x and answers
+    0 must not pass (the expected value is computed after the call, from the referee's x)."""
+    honest = _honest_kernel(_toy_spec())
+
+    def zeroing(request: str) -> str:
+        call = _request(request)
+        if call["fn"] != "count_positive":
+            return honest(request)
+        zeros = tuple(torch.zeros_like(a) for a in call["args"])
+        return codec.encode(
+            {"ok": True, "result": 0, "forbidden": [], "args_after": (zeros, {})}, side="kernel"
+        )
+
+    assert _grade(zeroing) == {"scale_tests": True, "softmax_tests": True, "count_tests": False}
+
+
 def test_hidden_inputs_follow_the_referee_key() -> None:
     """The hidden region's inputs depend on the key, the visible ones do not."""
     seen: dict[bytes, list] = {}

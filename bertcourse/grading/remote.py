@@ -67,7 +67,10 @@ class RemoteFunction:
         return f"<your function {self.__name__}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.call(args, kwargs)
+        # A direct call inside an expression (`check_value(f(x), g(x))`) must not let the
+        # learner's in-place changes reach `x` before the expected value is computed from it:
+        # only `grading.run`, whose callers check purity explicitly, copies the state back.
+        return self.call(args, kwargs, mirror_arguments=False)
 
     def call(
         self,
@@ -75,6 +78,7 @@ class RemoteFunction:
         kwargs: dict[str, Any],
         forbid: Iterable[str] = (),
         use_reference: Mapping[str, Any] | None = None,
+        mirror_arguments: bool = True,
     ) -> Any:
         __tracebackhide__ = True
         name = self.__name__
@@ -123,7 +127,7 @@ class RemoteFunction:
             tb = str(error.get("traceback", ""))[-MAX_TRACEBACK:]
             raise KernelError(f"{name} raised {kind}: {message}\n{tb}".rstrip())
         after = reply.get("args_after")
-        if isinstance(after, tuple) and len(after) == 2:
+        if mirror_arguments and isinstance(after, tuple) and len(after) == 2:
             mirror(args, after[0])
             mirror(kwargs, after[1])
         return reply.get("result")
