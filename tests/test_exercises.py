@@ -78,6 +78,7 @@ class Answer:
     grade_id: str  # the answer cell it replaces
     label: str
     source: str
+    names: str = ""  # for a wrong answer: what its feedback must name ("# names: ..." line)
 
 
 def load_answers(assignment: str) -> list[Answer]:
@@ -90,6 +91,8 @@ def load_answers(assignment: str) -> list[Answer]:
         if match:
             lines = []
             answers.append(Answer(match.group(1), match.group(2), match.group(3), ""))
+        elif answers and not lines and line.startswith("# names: "):
+            answers[-1].names = line.removeprefix("# names: ").strip()
         elif answers:
             lines.append(line)
             answers[-1].source = "\n".join(lines).strip("\n")
@@ -258,6 +261,15 @@ KNOWN_MISTAKES = [
 ]
 
 
+# ... and every wrong answer whose block in tests/exercise_answers/ has a "# names: ..." line
+KNOWN_MISTAKES += [
+    (name, answer.label, answer.names)
+    for name in ASSIGNMENTS
+    for answer in load_answers(name)
+    if answer.kind == "wrong" and answer.names
+]
+
+
 @pytest.mark.parametrize("assignment, label, mistake", KNOWN_MISTAKES)
 def test_feedback_names_the_mistake(assignment, label, mistake):
     """The wrong answer fails its part, and the first line of the message names its mistake
@@ -285,13 +297,13 @@ def test_feedback_names_the_mistake(assignment, label, mistake):
 
 
 def test_assignments_are_well_formed():
-    """3-6 graded parts each; every answer cell has a test cell <id>_tests and answers to test it."""
+    """3-8 graded parts each; every answer cell has a test cell <id>_tests and answers to test it."""
     for name in ASSIGNMENTS:
         nb = builder.build_notebook(name)
         metas = [c.metadata["nbgrader"] for c in nb.cells if "nbgrader" in c.metadata]
         solutions = [m["grade_id"] for m in metas if m["solution"]]
         tests = {m["grade_id"]: m["points"] for m in metas if m["grade"]}
-        assert 3 <= len(tests) <= 6, (name, tests)
+        assert 3 <= len(tests) <= 8, (name, tests)
         assert set(tests) == {f"{s}_tests" for s in solutions}, (name, solutions, tests)
         answers = load_answers(name)
         for grade_id in solutions:

@@ -15,6 +15,7 @@ A catalogue is a list of `Mistake`s; a test cell passes one with `mistakes=` (a 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -275,11 +276,22 @@ CATALOGUE: dict[str, list[Mistake]] = {
 
 
 def resolve(mistakes: str | Sequence[Mistake]) -> list[Mistake]:
-    if isinstance(mistakes, str):
-        if mistakes not in CATALOGUE:
-            raise LookupError(f"grading setup: no catalogue of mistakes named {mistakes!r}")
-        return CATALOGUE[mistakes]
-    return list(mistakes)
+    """The catalogue named `mistakes`: a key of `CATALOGUE`, or "chNN:key" for a key of the
+    `CATALOGUE` of `bertcourse.grading.catalogues.chNN` (one module per chapter)."""
+    if not isinstance(mistakes, str):
+        return list(mistakes)
+    catalogue = CATALOGUE
+    key = mistakes
+    if ":" in mistakes:
+        chapter, key = mistakes.split(":", 1)
+        try:
+            module = importlib.import_module(f"bertcourse.grading.catalogues.{chapter}")
+        except ModuleNotFoundError:
+            module = None
+        catalogue = getattr(module, "CATALOGUE", {})
+    if key not in catalogue:
+        raise LookupError(f"grading setup: no catalogue of mistakes named {mistakes!r}")
+    return catalogue[key]
 
 
 def diagnose(
