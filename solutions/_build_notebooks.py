@@ -15,7 +15,8 @@ cell per `# %%` marker, with the cell's nbgrader role in brackets:
 
 Usage (from the repository root):
 
-    python solutions/_build_notebooks.py            # write the .ipynb files
+    python solutions/_build_notebooks.py            # write the .ipynb files and the parts
+                                                    # table of book/exercises.md
     python solutions/_build_notebooks.py --release  # ... and regenerate exercises/ with nbgrader
     python solutions/_build_notebooks.py --check    # exit 1 if a notebook is out of date
     python solutions/_build_notebooks.py --time-autograde 8
@@ -154,6 +155,41 @@ def build_notebook(assignment: str) -> nbformat.NotebookNode:
     return nb
 
 
+PART = re.compile(r"^## Part \d+: (.+) \((\d+) points?\)$", re.MULTILINE)
+TABLE_START = "<!-- parts table: written by solutions/_build_notebooks.py from solutions/_src -->"
+TABLE_END = "<!-- end of the parts table -->"
+EXERCISES_PAGE = ROOT / "book" / "exercises.md"
+
+
+def parts_table() -> str:
+    """The book's table of assignments, parts and points (book/exercises.md), from the sources."""
+    rows = ["| Chapter | Notebook | Parts (points) |", "|---|---|---|"]
+    for name in assignment_names():
+        nb = build_notebook(name)
+        title = nb.cells[0].source.splitlines()[0].split(": ", 1)[1]  # "# Exercises 1: Attention"
+        parts = [
+            f"{text} ({points})"
+            for cell in nb.cells
+            if cell.cell_type == "markdown"
+            for text, points in PART.findall(cell.source)
+        ]
+        number = name[2:4]
+        (page,) = (ROOT / "book").glob(f"ch{number}_*.md")
+        notebook = notebook_path(name).relative_to(HERE)
+        rows.append(
+            f"| [{int(number)}. {title}]({page.name}) | `exercises/{notebook}` | {', '.join(parts)} |"
+        )
+    return "\n".join(rows)
+
+
+def exercises_page() -> str:
+    """book/exercises.md with its parts table rewritten."""
+    text = EXERCISES_PAGE.read_text()
+    head, rest = text.split(TABLE_START + "\n", 1)
+    _, tail = rest.split(TABLE_END, 1)
+    return f"{head}{TABLE_START}\n{parts_table()}\n{TABLE_END}{tail}"
+
+
 def render(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
@@ -255,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             print(f"wrote {path.relative_to(ROOT)}")
+    page = exercises_page()
+    if EXERCISES_PAGE.read_text() != page:
+        stale.append(EXERCISES_PAGE)
+        if not args.check:
+            EXERCISES_PAGE.write_text(page)
+            print(f"wrote {EXERCISES_PAGE.relative_to(ROOT)}")
     if args.check:
         for path in stale:
             print(f"out of date: {path.relative_to(ROOT)}")

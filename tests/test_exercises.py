@@ -222,6 +222,24 @@ def test_solution_notebooks_match_their_sources():
     assert not stale, f"rebuild with `python solutions/_build_notebooks.py --release`: {stale}"
 
 
+def test_the_books_parts_table_is_built_from_the_sources():
+    """book/exercises.md lists every assignment's parts and points as the notebooks have them."""
+    page = builder.EXERCISES_PAGE.read_text()
+    assert page == builder.exercises_page(), "rebuild with `python solutions/_build_notebooks.py`"
+    for name in ASSIGNMENTS:
+        nb = builder.build_notebook(name)
+        points = [
+            c.metadata.nbgrader["points"]
+            for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade")
+        ]
+        row = next(line for line in page.splitlines() if f"`exercises/{name}/" in line)
+        assert [int(p) for p in re.findall(r"\((\d+)\)", row.rsplit("|", 2)[1])] == points, (
+            name,
+            row,
+        )
+
+
 def test_exercise_titles_match_the_chapters():
     """`# Exercises N: <title>` where <title> is the chapter's own title in book/."""
     for name in ASSIGNMENTS:
