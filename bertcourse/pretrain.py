@@ -858,12 +858,7 @@ def _report(
     return report
 
 
-def train(cfg: PretrainConfig) -> TrainResult:
-    """:func:`run`, also returning the trained model and the tokenizer."""
-    t_start = time.perf_counter()
-    dist = setup_distributed(cfg.device)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+def _check_run(cfg: PretrainConfig, dist: Dist) -> None:
     if cfg.batch_size % dist.world_size:
         raise ValueError(
             f"batch_size {cfg.batch_size} (global) must be divisible by the number of "
@@ -873,6 +868,128 @@ def train(cfg: PretrainConfig) -> TrainResult:
         raise ValueError("--packing runs in one process: it is not wired into DDP yet")
     if cfg.steps is None and cfg.max_minutes is None:
         raise ValueError("give --steps, or --max-minutes to fit the number of steps to the time")
+
+
+def _resume(s: Session, path: str | Path) -> None:
+    """Load model, optimizer, scheduler and position from a checkpoint of the same settings."""
+    from safetensors.torch import load_model
+
+    ckpt = _checkpoint_path(path)
+    _check_resume(s.cfg, PretrainConfig.load(ckpt))
+    load_model(s.model, str(ckpt / "model.safetensors"), device=str(s.dist.device))
+    s.model.tie_weights()
+    saved = torch.load(ckpt / "trainer_state.pt", map_location=s.dist.device, weights_only=False)
+    s.optimizer.load_state_dict(saved.pop("optimizer"))
+    s.scheduler.load_state_dict(saved.pop("scheduler"))
+    s.state.update(saved)
+    if s.state["step"] > s.cfg.steps:
+        raise ValueError(f"the checkpoint is at step {s.state['step']}, beyond steps={s.cfg.steps}")
+
+
+def _log_row(s: Session, window: BatchStats, seconds: float, lr: float, peak: float | None) -> dict:
+    """One row of the training history (the sums since the last row), also shown on the bar."""
+    m = window.metrics()
+    row = {
+        "step": s.state["step"],
+        "lr": lr,
+        **{k: m[k] for k in ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc")},
+        "loss": m["mlm_loss"] + m["nsp_loss"],
+        "tokens_per_s": window.tokens / seconds,
+        "mfu": window.flops / seconds / peak if peak else None,
+    }
+    s.state["history"]["train"].append(row)
+    if s.bar is not None:
+        s.bar.set_postfix(
+            loss=f"{row['loss']:.3f}",
+            mlm_acc=f"{row['mlm_acc']:.3f}",
+            nsp_acc=f"{row['nsp_acc']:.3f}",
+            lr=f"{lr:.1e}",
+            tok_s=f"{row['tokens_per_s']:,.0f}",
+            **({"mfu": f"{row['mfu']:.0%}"} if peak else {}),
+            refresh=False,
+        )
+    return row
+
+
+@dataclass
+class LoopResult:
+    """What the training loop of one invocation did (for the report)."""
+
+    total: BatchStats  # this invocation's sums (tokens/s, padding, MFU)
+    stop_reason: str  # "steps", "stop_after" or "max_minutes"
+    batches_per_epoch: int
+    step_seconds: float  # training time without the evaluations and checkpoints inside the loop
+
+
+def _train_loop(
+    s: Session, model: torch.nn.Module, peak: float | None, t_start: float
+) -> LoopResult:
+    """Train from ``s.state`` to ``cfg.steps`` (or until a stop), evaluating, logging and
+    checkpointing on the way. ``model`` is the model to step: the DDP wrapper under torchrun."""
+    cfg, state, dist = s.cfg, s.state, s.dist
+    window, t_window = BatchStats(), time.perf_counter()  # sums since the last log line
+    result = LoopResult(BatchStats(), "steps", 0, 0.0)
+    steps_this_run, side_seconds = 0, 0.0  # side: evaluations and checkpoints inside the loop
+    t_train, train_seconds_before = time.perf_counter(), state["train_seconds"]
+    s.model.train()
+    while state["step"] < cfg.steps:
+        loader = s.loader()
+        if state["batch_in_epoch"] == 0 and len(loader) == 0:
+            raise ValueError(
+                f"an epoch has fewer than {cfg.batch_size} sentence pairs: use a smaller "
+                "--batch-size or more text"
+            )
+        result.batches_per_epoch = state["batch_in_epoch"] + len(loader)
+        for batch in loader:
+            lr = s.optimizer.param_groups[0]["lr"]  # the rate this step uses
+            stats = train_step(model, batch, s.optimizer, s.scheduler, mask_id=s.vocab.mask_id,
+                               dist=dist, seed=cfg.seed, step=state["step"],
+                               grad_clip=cfg.grad_clip, bf16=cfg.bf16)  # fmt: skip
+            state["step"] += 1
+            state["batch_in_epoch"] += 1
+            state["tokens"] += int(stats.tokens)
+            steps_this_run += 1
+            window, result.total = window + stats, result.total + stats
+            if s.bar is not None:
+                s.bar.update(1)
+            if state["step"] % cfg.log_every == 0 or state["step"] == cfg.steps:
+                seconds, t_window = time.perf_counter() - t_window, time.perf_counter()
+                _log_row(s, window, seconds, lr, peak)
+                window = BatchStats()
+            state["train_seconds"] = train_seconds_before + time.perf_counter() - t_train
+            t_side = time.perf_counter()
+            if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < cfg.steps:
+                s.evaluate()
+            if cfg.checkpoint_every and state["step"] % cfg.checkpoint_every == 0:
+                s.checkpoint()
+            side_seconds += time.perf_counter() - t_side
+            t_window += time.perf_counter() - t_side  # tokens/s and MFU count the steps only
+            if state["step"] >= cfg.steps:
+                break
+            if cfg.stop_after is not None and steps_this_run >= cfg.stop_after:
+                result.stop_reason = "stop_after"
+                break
+            if cfg.max_minutes is not None:
+                over = torch.tensor([float(time.perf_counter() - t_start > 60 * cfg.max_minutes)])
+                if dist.all_reduce_sum(over).item() > 0:
+                    result.stop_reason = "max_minutes"
+                    break
+        else:  # the epoch ran out
+            state["epoch"] += 1
+            state["batch_in_epoch"] = 0
+        if result.stop_reason != "steps":
+            break
+    result.step_seconds = time.perf_counter() - t_train - side_seconds
+    return result
+
+
+def train(cfg: PretrainConfig) -> TrainResult:
+    """:func:`run`, also returning the trained model and the tokenizer."""
+    t_start = time.perf_counter()
+    dist = setup_distributed(cfg.device)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    _check_run(cfg, dist)
     s, heldout, extra = _prepare(cfg, dist)
     model, n_params = s.model, sum(p.numel() for p in s.model.parameters())
     peak = cfg.peak_gflops * 1e9 if cfg.peak_gflops else None
@@ -897,20 +1014,8 @@ def train(cfg: PretrainConfig) -> TrainResult:
     s.scheduler = make_lr_scheduler(
         s.optimizer, cfg.schedule, warmup_steps=cfg.warmup, total_steps=cfg.steps
     )
-    state = s.state
     if cfg.resume:
-        from safetensors.torch import load_model
-
-        ckpt = _checkpoint_path(cfg.resume)
-        _check_resume(cfg, PretrainConfig.load(ckpt))
-        load_model(model, str(ckpt / "model.safetensors"), device=str(dist.device))
-        model.tie_weights()
-        saved = torch.load(ckpt / "trainer_state.pt", map_location=dist.device, weights_only=False)
-        s.optimizer.load_state_dict(saved.pop("optimizer"))
-        s.scheduler.load_state_dict(saved.pop("scheduler"))
-        state.update(saved)
-        if state["step"] > cfg.steps:
-            raise ValueError(f"the checkpoint is at step {state['step']}, beyond steps={cfg.steps}")
+        _resume(s, cfg.resume)
     ddp_model: torch.nn.Module = model
     if dist.enabled:
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -919,100 +1024,22 @@ def train(cfg: PretrainConfig) -> TrainResult:
     if dist.is_main and cfg.progress:
         from tqdm.auto import tqdm
 
-        s.bar = tqdm(total=cfg.steps, initial=state["step"], desc="pretrain", dynamic_ncols=True)
-
-    # The loop.
-    window, t_window = BatchStats(), time.perf_counter()  # sums since the last log line
-    run_total = BatchStats()  # this invocation's sums (tokens/s, padding, MFU)
-    batches_per_epoch = steps_this_run = 0
-    side_seconds = 0.0  # evaluations and checkpoints inside the loop
-    stop_reason = "steps"
-    t_train = time.perf_counter()
-    train_seconds_before = state["train_seconds"]
-    if cfg.eval_every and state["step"] == 0:
+        s.bar = tqdm(total=cfg.steps, initial=s.state["step"], desc="pretrain", dynamic_ncols=True)
+    if cfg.eval_every and s.state["step"] == 0:
         if first_eval is not None:  # already computed while fitting the schedule
-            state["history"]["eval"].append({"step": 0, **first_eval})
+            s.state["history"]["eval"].append({"step": 0, **first_eval})
         else:
             s.evaluate()  # the starting point of the held-out curves
-    model.train()
-    while state["step"] < cfg.steps:
-        loader = s.loader()
-        if state["batch_in_epoch"] == 0 and len(loader) == 0:
-            raise ValueError(
-                f"an epoch has fewer than {cfg.batch_size} sentence pairs: use a smaller "
-                "--batch-size or more text"
-            )
-        batches_per_epoch = state["batch_in_epoch"] + len(loader)
-        stop = False
-        for batch in loader:
-            lr = s.optimizer.param_groups[0]["lr"]
-            stats = train_step(ddp_model, batch, s.optimizer, s.scheduler, mask_id=s.vocab.mask_id,
-                               dist=dist, seed=cfg.seed, step=state["step"],
-                               grad_clip=cfg.grad_clip, bf16=cfg.bf16)  # fmt: skip
-            state["step"] += 1
-            state["batch_in_epoch"] += 1
-            state["tokens"] += int(stats.tokens)
-            steps_this_run += 1
-            window, run_total = window + stats, run_total + stats
-            if s.bar is not None:
-                s.bar.update(1)
-            if state["step"] % cfg.log_every == 0 or state["step"] == cfg.steps:
-                seconds, t_window = time.perf_counter() - t_window, time.perf_counter()
-                m = window.metrics()
-                row = {
-                    "step": state["step"],
-                    "lr": lr,
-                    **{k: m[k] for k in ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc")},
-                    "loss": m["mlm_loss"] + m["nsp_loss"],
-                    "tokens_per_s": window.tokens / seconds,
-                    "mfu": window.flops / seconds / peak if peak else None,
-                }
-                state["history"]["train"].append(row)
-                window = BatchStats()
-                if s.bar is not None:
-                    s.bar.set_postfix(
-                        loss=f"{row['loss']:.3f}",
-                        mlm_acc=f"{row['mlm_acc']:.3f}",
-                        nsp_acc=f"{row['nsp_acc']:.3f}",
-                        lr=f"{lr:.1e}",
-                        tok_s=f"{row['tokens_per_s']:,.0f}",
-                        **({"mfu": f"{row['mfu']:.0%}"} if peak else {}),
-                        refresh=False,
-                    )
-            state["train_seconds"] = train_seconds_before + time.perf_counter() - t_train
-            t_side = time.perf_counter()
-            if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < cfg.steps:
-                s.evaluate()
-            if cfg.checkpoint_every and state["step"] % cfg.checkpoint_every == 0:
-                s.checkpoint()
-            side_seconds += time.perf_counter() - t_side
-            t_window += time.perf_counter() - t_side  # tokens/s and MFU count the steps only
-            if state["step"] >= cfg.steps:
-                break
-            if cfg.stop_after is not None and steps_this_run >= cfg.stop_after:
-                stop, stop_reason = True, "stop_after"
-                break
-            if cfg.max_minutes is not None:
-                over = torch.tensor([float(time.perf_counter() - t_start > 60 * cfg.max_minutes)])
-                if dist.all_reduce_sum(over).item() > 0:
-                    stop, stop_reason = True, "max_minutes"
-                    break
-        else:
-            state["epoch"] += 1
-            state["batch_in_epoch"] = 0
-        if stop:
-            break
-    train_seconds_this_run = time.perf_counter() - t_train
+
+    loop = _train_loop(s, ddp_model, peak, t_start)
     if s.bar is not None:
         s.bar.close()
-
     final = s.evaluate()
     s.checkpoint()
     report: dict = {}
     if dist.is_main:
-        step_seconds = train_seconds_this_run - side_seconds
-        report = _report(s, extra["corpus"], heldout, final, run_total, step_seconds, peak,
-                         stop_reason=stop_reason, batches_per_epoch=batches_per_epoch,
+        report = _report(s, extra["corpus"], heldout, final, loop.total, loop.step_seconds, peak,
+                         stop_reason=loop.stop_reason, batches_per_epoch=loop.batches_per_epoch,
                          wall_seconds=time.perf_counter() - t_start)  # fmt: skip
     if dist.enabled:
         torch.distributed.barrier()
