@@ -18,6 +18,11 @@ its hidden tests (as `tests/test_exercises.py` does). The mutant is *killed* whe
 own test cell fails; it *survives* when every test passes. A survivor is either a test gap or an
 equivalent mutant (same behaviour, e.g. `x * 2` vs `x + x`): the report lists each with its
 line, for a human to decide. Mutants that fail to compile are not counted.
+
+A human's decisions are kept in `scripts/mutation_equivalent.toml` (assignment, cell, the
+statement before and after, and why the mutant is equivalent): the report then separates the
+survivors judged equivalent from the unexplained ones. Mutants killed only by the time limit
+are listed apart (a busy machine can time out a correct test).
 """
 
 from __future__ import annotations
@@ -70,6 +75,10 @@ class Mutant:
     before: str
     after: str
     killed: bool | None = None  # None: did not compile
+    timed_out: bool = False  # killed by the time limit only (listed: re-run it on a quiet machine)
+    equivalent: str = (
+        ""  # a surviving mutant judged equivalent: why (scripts/mutation_equivalent.toml)
+    )
 
 
 def _solution_region(source: str) -> tuple[int, int]:
@@ -211,10 +220,12 @@ def _changed_line(original: str, mutated: str, line: int) -> str:
     return b[-1] if len(b) > len(a) else "(removed)"
 
 
-def _run(source_nb, answers: dict[str, str], target: str, seconds: int = 30) -> bool:
-    """Does the test cell `<target>_tests` pass with these answers? Each mutant runs in a
-    forked child with a time and memory limit: a mutant that loops forever, allocates without
-    bound or crashes the interpreter is killed (its test would fail), and cannot stop the run."""
+def _run(source_nb, answers: dict[str, str], target: str, seconds: int = 30) -> str:
+    """ "passed", "failed" or "timeout": does the test cell `<target>_tests` pass with these
+    answers? Each mutant runs in a forked child with a time and memory limit: a mutant that
+    loops forever, allocates without bound or crashes the interpreter is killed (its test would
+    fail), and cannot stop the run. A time-out is reported apart: on a busy machine a correct but
+    slow test can hit the limit too."""
     import os
     import resource
     import signal
@@ -228,7 +239,9 @@ def _run(source_nb, answers: dict[str, str], target: str, seconds: int = 30) -> 
         except BaseException:  # noqa: BLE001
             os._exit(1)
     _, status = os.waitpid(pid, 0)
-    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM:
+        return "timeout"
+    return "passed" if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else "failed"
 
 
 def _run_here(source_nb, answers: dict[str, str], target: str) -> bool:
@@ -260,6 +273,22 @@ def _run_here(source_nb, answers: dict[str, str], target: str) -> bool:
     return passed
 
 
+EQUIVALENT = ROOT / "scripts" / "mutation_equivalent.toml"
+
+
+def _judged_equivalent(m: Mutant) -> str:
+    """Why this survivor is equivalent, if a human judged it so in EQUIVALENT, else ""."""
+    import tomllib
+
+    if not EQUIVALENT.exists():
+        return ""
+    for entry in tomllib.loads(EQUIVALENT.read_text()).get("equivalent", []):
+        key = (entry["assignment"], entry["cell"], entry["before"].strip(), entry["after"].strip())
+        if key == (m.assignment, m.cell, m.before.strip(), m.after.strip()):
+            return entry["why"]
+    return ""
+
+
 def analyse(assignment: str, log) -> list[Mutant]:
     nb = builder.build_notebook(assignment)
     answers = builder.solution_answers(nb)
@@ -271,7 +300,9 @@ def analyse(assignment: str, log) -> list[Mutant]:
     results = []
     for grade_id, source in marked.items():
         for mutant, text in mutants_of(assignment, grade_id, source):
-            mutant.killed = not _run(nb, {**answers, grade_id: text}, grade_id)
+            fate = _run(nb, {**answers, grade_id: text}, grade_id)
+            mutant.killed, mutant.timed_out = fate != "passed", fate == "timeout"
+            mutant.equivalent = "" if mutant.killed else _judged_equivalent(mutant)
             results.append(mutant)
         killed = sum(m.killed for m in results if m.cell == grade_id)
         total = sum(1 for m in results if m.cell == grade_id)
@@ -291,15 +322,24 @@ def main() -> int:
     for name in names:
         mutants += analyse(name, print)
     killed = sum(m.killed for m in mutants)
+    survivors = [m for m in mutants if not m.killed]
+    equivalent = [m for m in survivors if m.equivalent]
+    timeouts = [m for m in mutants if m.timed_out]
     print(
         f"== {killed}/{len(mutants)} mutants killed ({100 * killed / max(1, len(mutants)):.1f}%) "
-        f"in {time.monotonic() - start:.0f} s"
+        f"in {time.monotonic() - start:.0f} s; {len(equivalent)} survivors judged equivalent "
+        f"({EQUIVALENT.name}), {len(survivors) - len(equivalent)} not; "
+        f"{len(timeouts)} killed by the time limit only"
     )
-    survivors = [m for m in mutants if not m.killed]
     if args.show_survivors or len(survivors) <= 40:
         for m in survivors:
+            label = f"equivalent: {m.equivalent}" if m.equivalent else "SURVIVED"
             print(
-                f"SURVIVED {m.assignment}/{m.cell} line {m.line} [{m.kind}]: {m.before!r} -> {m.after!r}"
+                f"{label} | {m.assignment}/{m.cell} line {m.line} [{m.kind}]: {m.before!r} -> {m.after!r}"
+            )
+        for m in timeouts:
+            print(
+                f"TIMEOUT {m.assignment}/{m.cell} line {m.line} [{m.kind}]: {m.before!r} -> {m.after!r}"
             )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
