@@ -102,6 +102,19 @@ grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, ta
 grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, torch.full((2, 4), IGNORE_INDEX), forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
 grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets.clamp(min=0), 0, forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
 grading.check_close(cross_entropy, F.cross_entropy, grading.randn(40, 3, seed=3), grading.randint(0, 3, 40, seed=4), forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
+# a confident, correct prediction: its loss is exactly 0.0 (float32) and it still counts in N
+logits = grading.randn(5, 6, seed=9)
+targets = torch.tensor([2, IGNORE_INDEX, 5, 0, 1])
+logits[0, 2] = 200.0
+grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets, forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
+# extreme logits (one row at +-1e4) and a batch of one item
+logits[3] = grading.randn(6, seed=10, scale=1e4)
+grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets, forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
+grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits[:1], targets[:1], forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
+# purity: the inputs are unchanged after the call
+before = (logits.clone(), targets.clone())
+grading.run(cross_entropy, logits, targets, forbid="cross_entropy", use_reference=EARLIER)
+grading.check_true(torch.equal(logits, before[0]) and torch.equal(targets, before[1]), "cross_entropy modified its inputs", hint="work on new tensors (masked_fill, not masked_fill_)")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=grad_text
@@ -147,6 +160,17 @@ targets = torch.tensor([[3, IGNORE_INDEX, 0, 6], [IGNORE_INDEX, IGNORE_INDEX, 2,
 grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, targets, forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
 grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, torch.full((2, 4), IGNORE_INDEX), forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
 grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, targets.clamp(min=0), 0, forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
+# exactly one labelled item (N = 1), and a batch of one item
+one = torch.full((2, 4), IGNORE_INDEX)
+one[1, 2] = 5
+grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits, one, forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
+grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", logits[0, :1], targets[0, :1], forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
+# extreme logits: finite, and equal to autograd's
+big = grading.randn(3, 7, seed=11, scale=1e4)
+grading.check_close(cross_entropy_grad, "bertcourse.losses.cross_entropy_grad", big, torch.tensor([0, 6, IGNORE_INDEX]), forbid=FORBID_GRAD, mistakes="cross_entropy_grad")
+before = logits.clone()
+grading.run(cross_entropy_grad, logits, targets, forbid=FORBID_GRAD)
+grading.check_true(torch.equal(logits, before), "cross_entropy_grad modified the logits", hint="softmax_ and friends work in place: use the out-of-place versions")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=mlm_text
@@ -196,6 +220,11 @@ hidden = grading.randn(3, 16, 12, seed=4, dtype=torch.float64)
 labels = torch.where(grading.randint(0, 100, 3, 16, seed=5) < 15, grading.randint(0, 50, 3, 16, seed=6), IGNORE_INDEX)
 labels[1] = IGNORE_INDEX  # a sequence without any prediction
 W, b = grading.randn(50, 12, seed=7, dtype=torch.float64), grading.randn(50, seed=8, dtype=torch.float64)
+grading.check_close(mlm_loss_gathered, reference_mlm_loss, hidden, labels, W, b, forbid=FORBID_MLM, use_reference=EARLIER)
+# a position predicted with certainty (its loss is exactly 0.0 in float32) still counts
+hidden, W, b = grading.randn(2, 5, 8, seed=12), grading.randn(30, 8, seed=13), grading.randn(30, seed=14)
+labels = torch.tensor([[IGNORE_INDEX, 7, IGNORE_INDEX, 3, IGNORE_INDEX], [11, IGNORE_INDEX, IGNORE_INDEX, IGNORE_INDEX, 29]])
+hidden[0, 1] = 1000.0 * W[7]  # the logit of class 7 exceeds the others by hundreds
 grading.check_close(mlm_loss_gathered, reference_mlm_loss, hidden, labels, W, b, forbid=FORBID_MLM, use_reference=EARLIER)
 ### END HIDDEN TESTS
 

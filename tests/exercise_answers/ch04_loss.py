@@ -56,6 +56,50 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     )
 
 
+# %% wrong ce: seed 000's mean of the non-zero losses, loss[loss != 0]
+# names: the mean of the non-zero losses
+def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    keep = targets != ignore_index
+    picked = log_probs.gather(-1, targets.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+    loss = -picked * keep
+    return loss[loss != 0].mean()
+
+
+# %% wrong ce: squeeze() instead of squeeze(-1) (a batch of one item breaks)
+def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    keep = targets != ignore_index
+    picked = log_probs.gather(-1, targets.masked_fill(~keep, 0).unsqueeze(-1)).squeeze()
+    return -picked[keep].sum() / keep.sum()
+
+
+# %% wrong ce: stabilises the logits in place (the caller's tensor changes)
+def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
+    logits -= logits.max(dim=-1, keepdim=True).values
+    log_probs = logits - logits.exp().sum(-1, keepdim=True).log()
+    keep = targets != ignore_index
+    picked = log_probs.gather(-1, targets.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+    return -picked[keep].sum() / keep.sum()
+
+
+# %% wrong grad: the probabilities computed in place in the logits tensor
+def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
+    keep = targets != ignore_index
+    probs = logits.sub_(logits.max(-1, keepdim=True).values).exp_()
+    probs /= probs.sum(-1, keepdim=True)
+    one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
+    return (probs - one_hot) * keep[..., None] / keep.sum().clamp(min=1)
+
+
+# %% wrong grad: divided by max(N, 2) (right for every N but 1)
+def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
+    keep = targets != ignore_index
+    one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
+    grad = (torch.softmax(logits, dim=-1) - one_hot) * keep[..., None]
+    return grad / keep.sum().clamp(min=2)
+
+
 # %% wrong grad: forgets to divide by the number of labelled items
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
@@ -92,6 +136,14 @@ def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
     logits = hidden_states[keep] @ decoder_weight.T + decoder_bias
     losses = -torch.log_softmax(logits, dim=-1).gather(-1, labels[keep][:, None]).squeeze(-1)
     return losses.sum() / labels.numel(), logits
+
+
+# %% wrong mlm: seed 000's mean of the non-zero losses
+def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
+    keep = labels != IGNORE_INDEX
+    logits = hidden_states[keep] @ decoder_weight.T + decoder_bias
+    losses = -torch.log_softmax(logits, dim=-1).gather(-1, labels[keep][:, None]).squeeze(-1)
+    return losses[losses != 0].mean(), logits
 
 
 # %% wrong mlm: forgets the decoder bias
