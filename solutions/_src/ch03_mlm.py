@@ -102,7 +102,13 @@ grading.check_value(chosen, ~torch.isin(ids, torch.tensor([CLS_ID, SEP_ID])), "c
 # transformers draws this in two steps: first $\text{Bernoulli}(0.8)$ for `[MASK]`; then, among
 # the chosen positions that did not get `[MASK]`, $\text{Bernoulli}(0.1 / (1 - 0.8)) =
 # \text{Bernoulli}(0.5)$ for a random id. (A common bug draws $\text{Bernoulli}(0.1)$ in the
-# second step: 2% random tokens instead of 10%.)
+# second step: 2% random tokens instead of 10%.) When `mask_replace_prob` is 1 nothing is left for
+# the second step and $0.1 / (1 - 1)$ would divide by zero: skip the second step then, as
+# transformers does. Each position is drawn on its own: do not split a row's chosen positions
+# by counts such as `int(n * 0.8)`, which gives no random token at all to a row with fewer than
+# 10 chosen positions. The hidden tests use rows with 1 to 7 chosen positions, the edge
+# `mask_replace_prob=1`, and check that the same generator seed gives the same result and another
+# seed another one.
 #
 # Write `replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace_prob=0.8,
 # random_replace_prob=0.1, generator=None)` returning `(masked_input_ids, labels)`, both
@@ -129,9 +135,24 @@ def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace
     ### END SOLUTION
 
 # %% [tests] id=replace_tests points=3
-def check_replacement(vocab_size, mask_token_id, p_mask, p_random, seed):
-    ids = make_batch(128, 128, seed=seed)
-    chosen = (torch.rand(ids.shape, generator=torch.Generator().manual_seed(seed + 1000)) < 0.5) & ~torch.isin(ids, torch.tensor(SPECIAL_IDS))
+def few_chosen(ids, seed):
+    """Exactly n = 1..7 chosen ordinary tokens in row b (n = b % 7 + 1), at random places."""
+    ordinary = ~torch.isin(ids, torch.tensor(SPECIAL_IDS))
+    keys = torch.rand(ids.shape, generator=torch.Generator().manual_seed(seed)).masked_fill(~ordinary, 2.0)
+    ranks = keys.argsort(dim=1).argsort(dim=1)  # the ordinary tokens first, in random order
+    return ranks < torch.arange(ids.shape[0])[:, None] % 7 + 1
+
+
+def check_replacement(vocab_size, mask_token_id, p_mask, p_random, seed, few=False):
+    """Every property of replace_chosen on one batch; `few`: 4,096 rows with 1 to 7 chosen positions.
+    Each share is checked within 5 binomial standard errors: a correct answer fails one of the
+    three with probability below 2e-6."""
+    if few:
+        ids = make_batch(4096, 16, seed=seed)
+        chosen = few_chosen(ids, seed + 1000)
+    else:
+        ids = make_batch(128, 128, seed=seed)
+        chosen = (torch.rand(ids.shape, generator=torch.Generator().manual_seed(seed + 1000)) < 0.5) & ~torch.isin(ids, torch.tensor(SPECIAL_IDS))
     before = ids.clone()
     out = grading.run(
         replace_chosen, ids, chosen, vocab_size=vocab_size, mask_token_id=mask_token_id,
@@ -162,6 +183,17 @@ grading.check_true(((randoms >= 0) & (randoms < VOCAB_SIZE)).all(), "a random id
 mean_error = abs(randoms.double().mean().item() - (VOCAB_SIZE - 1) / 2)
 grading.check_true(mean_error < 5 * VOCAB_SIZE / (12 * len(randoms)) ** 0.5, "the random ids are not uniform over the vocabulary")
 check_replacement(VOCAB_SIZE, 7, 1.0, 0.0, seed=5)  # only [MASK], with another mask id
+# rows that choose few positions (where per-row counts such as int(n * 0.8) go wrong), BERT's rates
+check_replacement(VOCAB_SIZE, MASK_ID, 0.8, 0.1, seed=6, few=True)
+check_replacement(1000, 5, 0.6, 0.3, seed=7, few=True)
+# the generator is used: the same seed gives the same ids, another seed other ids
+ids = make_batch(32, 64, seed=8)
+chosen = ~torch.isin(ids, torch.tensor(SPECIAL_IDS))
+def seeded(seed):
+    return grading.run(replace_chosen, ids, chosen, vocab_size=VOCAB_SIZE, mask_token_id=MASK_ID, generator=torch.Generator().manual_seed(seed), forbid="mlm")[0]
+first, again, other = seeded(9), seeded(9), seeded(10)
+grading.check_true(torch.equal(first, again), "the same generator seed gave other ids", hint="draw every random number with generator=generator")
+grading.check_true(not torch.equal(first, other), "two generator seeds gave the same ids", hint="draw every random number with generator=generator")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=count_text

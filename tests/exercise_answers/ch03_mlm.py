@@ -73,6 +73,58 @@ def replace_chosen(
     return masked, labels
 
 
+# %% wrong replace: seed 002's per-row split, int(n * 0.8) [MASK] and int(n * 0.1) random ids
+def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace_prob=0.8, random_replace_prob=0.1, generator=None):
+    labels = input_ids.long().masked_fill(~chosen, IGNORE_INDEX)
+    masked = input_ids.clone()
+    for b in range(input_ids.shape[0]):
+        positions = chosen[b].nonzero().squeeze(-1)
+        positions = positions[torch.randperm(len(positions), generator=generator)]
+        n = len(positions)
+        n_mask, n_random = int(n * mask_replace_prob), int(n * random_replace_prob)
+        masked[b, positions[:n_mask]] = mask_token_id
+        rand = positions[n_mask : n_mask + n_random]
+        masked[b, rand] = torch.randint(vocab_size, (len(rand),), generator=generator)
+    return masked, labels
+
+
+# %% wrong replace: the statement's formula without its edge (divides by zero when mask_replace_prob = 1)
+def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace_prob=0.8, random_replace_prob=0.1, generator=None):
+    labels = input_ids.long().masked_fill(~chosen, IGNORE_INDEX)
+    masked = input_ids.clone()
+    to_mask = (torch.rand(input_ids.shape, generator=generator) < mask_replace_prob) & chosen
+    masked[to_mask] = mask_token_id
+    p_random = random_replace_prob / (1.0 - mask_replace_prob)
+    to_random = (torch.rand(input_ids.shape, generator=generator) < p_random) & chosen & ~to_mask
+    masked[to_random] = torch.randint(vocab_size, input_ids.shape, generator=generator)[to_random]
+    return masked, labels
+
+
+# %% wrong replace: the global torch generator instead of the argument (not reproducible)
+def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace_prob=0.8, random_replace_prob=0.1, generator=None):
+    labels = input_ids.long().masked_fill(~chosen, IGNORE_INDEX)
+    masked = input_ids.clone()
+    u = torch.rand(input_ids.shape)
+    masked[(u < mask_replace_prob) & chosen] = mask_token_id
+    to_random = (u >= mask_replace_prob) & (u < mask_replace_prob + random_replace_prob) & chosen
+    masked[to_random] = torch.randint(vocab_size, input_ids.shape)[to_random]
+    return masked, labels
+
+
+# %% alternative replace: the statement's two steps, with the edge handled by a guard
+def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace_prob=0.8, random_replace_prob=0.1, generator=None):
+    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX)).long()
+    masked = input_ids.clone()
+    to_mask = (torch.rand(input_ids.shape, generator=generator) < mask_replace_prob) & chosen
+    masked[to_mask] = mask_token_id
+    if mask_replace_prob < 1.0:
+        p_random = random_replace_prob / (1.0 - mask_replace_prob)
+        to_random = (torch.rand(input_ids.shape, generator=generator) < p_random) & chosen & ~to_mask
+        ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+        masked = torch.where(to_random, ids, masked)
+    return masked, labels
+
+
 # %% wrong replace: labels at every position (the loss would count unmasked tokens)
 def replace_chosen(
     input_ids,
