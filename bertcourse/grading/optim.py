@@ -68,19 +68,22 @@ def check_optimizer_steps(
     rtol: float | None = None,
     hint: str | None = None,
     mistakes: str | Sequence[Mistake] = (),
+    reference_hyper: Mapping[str, Any] | None = None,
     **hyper: Any,
 ) -> None:
     """Run the learner's functional step over `grads` beside a torch-style optimizer.
 
     The learner's `step_fn(param, grad, m, v, t, **hyper)` returns the new `(param, m, v)`,
-    starting from m = v = 0 and t = 1. The reference is `optimizer_class([param], **hyper)`
-    stepped with the same gradients; after every step the parameter and both moments must
-    agree. The message names the first step where they do not.
+    starting from m = v = 0 and t = 1. The reference is
+    `optimizer_class([param], **hyper, **reference_hyper)` stepped with the same gradients
+    (`reference_hyper`: settings the learner's function does not take, such as
+    `bias_correction=False`, or its defaults left out of the call); after every step the
+    parameter and both moments must agree. The message names the first step where they do not.
     """
     __tracebackhide__ = True
     grads = [g.detach().clone() for g in grads]
     ref_p = nn.Parameter(param.detach().clone())
-    optimizer = optimizer_class([ref_p], **hyper)
+    optimizer = optimizer_class([ref_p], **hyper, **(reference_hyper or {}))
     p, m, v = param.detach().clone(), torch.zeros_like(param), torch.zeros_like(param)
     for t, g in enumerate(grads, start=1):
         ref_p.grad = g.clone()
@@ -108,7 +111,7 @@ def check_optimizer_steps(
         if lines:
             header = (
                 f"step t={t} of {len(grads)} differs from {optimizer_class.__module__}."
-                f"{optimizer_class.__name__}{_hyper_text(hyper)}:"
+                f"{optimizer_class.__name__}{_hyper_text({**hyper, **(reference_hyper or {})})}:"
             )
             known = mistakes and diagnose(
                 tuple(got),

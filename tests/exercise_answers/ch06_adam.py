@@ -118,11 +118,13 @@ def adamw_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, w
     return param - lr * update, m, v
 
 
-# %% alternative linear: min of the two lines
+# %% alternative linear: min of the two lines, the edge total == warm-up handled first
 def warmup_linear_decay(step, *, warmup_steps, total_steps):
     if warmup_steps == 0:
         return max(0.0, 1 - step / total_steps)
     up = step / warmup_steps
+    if total_steps == warmup_steps:
+        return up if step < warmup_steps else 0.0
     down = (total_steps - step) / (total_steps - warmup_steps)
     return max(0.0, min(up, down, 1.0))
 
@@ -135,3 +137,161 @@ def polynomial_decay_with_warmup(step, *, warmup_steps, total_steps, power=1.0):
         if step < warmup_steps
         else math.pow((total_steps - s) / total_steps, power)
     )
+
+
+# %% wrong bert_adam: bias correction kept (torch's AdamW with the original's eps)
+# names: bias correction (that is torch's AdamW
+def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+    beta1, beta2 = betas
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad * grad
+    update = (m / (1 - beta1**t)) / ((v / (1 - beta2**t)).sqrt() + eps) + weight_decay * param
+    return param - lr * update, m, v
+
+
+# %% wrong bert_adam: eps defaults to torch's 1e-8
+# names: eps = 1e-8
+def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    beta1, beta2 = betas
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad * grad
+    return param - lr * (m / (v.sqrt() + eps) + weight_decay * param), m, v
+
+
+# %% wrong bert_adam: the decay added to the gradient (L2)
+# names: L2 regularisation
+def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+    beta1, beta2 = betas
+    grad = grad + weight_decay * param
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad * grad
+    return param - lr * m / (v.sqrt() + eps), m, v
+
+
+# %% wrong bert_adam: the decay subtracted without the learning rate
+# names: the decay not multiplied by the learning rate
+def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+    beta1, beta2 = betas
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad * grad
+    return param - lr * m / (v.sqrt() + eps) - weight_decay * param, m, v
+
+
+# %% wrong bert_adam: eps inside the square root
+def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+    beta1, beta2 = betas
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad * grad
+    return param - lr * (m / (v + eps).sqrt() + weight_decay * param), m, v
+
+
+# %% alternative bert_adam: AdamW's form, the decay first, then the update
+def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+    b1, b2 = betas
+    m = torch.lerp(grad, m, b1)  # b1 * m + (1 - b1) * grad
+    v = torch.addcmul(v * b2, grad, grad, value=1 - b2)
+    decayed = param * (1 - lr * weight_decay)
+    return decayed - lr * m / (torch.sqrt(v) + eps), m, v
+
+
+# %% wrong groups: matches only transformers' name "LayerNorm" (bertcourse names it layer_norm)
+def bert_param_groups(model, weight_decay):
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (no_decay if ("bias" in name or "LayerNorm" in name) else decay).append((name, p))
+    return [
+        {"params": [p for _, p in decay], "param_names": [n for n, _ in decay], "weight_decay": weight_decay},
+        {"params": [p for _, p in no_decay], "param_names": [n for n, _ in no_decay], "weight_decay": 0.0},
+    ]
+
+
+# %% wrong groups: every parameter of the state dict (the tied decoder weight counted twice)
+def bert_param_groups(model, weight_decay):
+    params = dict(model.named_parameters(remove_duplicate=False))
+    decay = [n for n in params if not ("bias" in n or "norm" in n.lower())]
+    no_decay = [n for n in params if n not in decay]
+    return [
+        {"params": [params[n] for n in decay], "param_names": decay, "weight_decay": weight_decay},
+        {"params": [params[n] for n in no_decay], "param_names": no_decay, "weight_decay": 0.0},
+    ]
+
+
+# %% wrong groups: the embeddings left out of the decay too
+def bert_param_groups(model, weight_decay):
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        skip = "bias" in name or "norm" in name or "embeddings" in name
+        (no_decay if skip else decay).append((name, p))
+    return [
+        {"params": [p for _, p in decay], "param_names": [n for n, _ in decay], "weight_decay": weight_decay},
+        {"params": [p for _, p in no_decay], "param_names": [n for n, _ in no_decay], "weight_decay": 0.0},
+    ]
+
+
+# %% alternative groups: by dimension (on BERT, the 1-D parameters are exactly the norms and biases)
+def bert_param_groups(model, weight_decay):
+    named = list(model.named_parameters())
+    groups = []
+    for decayed in (True, False):
+        chosen = [(n, p) for n, p in named if (p.ndim >= 2) == decayed]
+        groups.append(
+            {"params": [p for _, p in chosen], "param_names": [n for n, _ in chosen], "weight_decay": weight_decay if decayed else 0.0}
+        )
+    return groups
+
+
+# %% wrong loop: scheduler.step() before optimizer.step() (the schedule one step early)
+def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_linear_decay(s, warmup_steps=warmup_steps, total_steps=total_steps))
+    used = []
+    for batch in batches:
+        model(**batch).loss.backward()
+        schedule.step()
+        used.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        optimizer.zero_grad()
+    return used
+
+
+# %% wrong loop: the rates reported right, but the scheduler stepped twice per batch
+def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    f = lambda s: warmup_linear_decay(s, warmup_steps=warmup_steps, total_steps=total_steps)  # noqa: E731
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, f)
+    used = []
+    for step, batch in enumerate(batches):
+        used.append(lr * f(step))
+        model(**batch).loss.backward()
+        optimizer.step()
+        schedule.step()
+        schedule.step()
+        optimizer.zero_grad()
+    return used
+
+
+# %% wrong loop: no zero_grad (gradients accumulate over the steps)
+def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_linear_decay(s, warmup_steps=warmup_steps, total_steps=total_steps))
+    used = []
+    for batch in batches:
+        used.append(optimizer.param_groups[0]["lr"])
+        model(**batch).loss.backward()
+        optimizer.step()
+        schedule.step()
+    return used
+
+
+# %% alternative loop: the rate set by hand each step, no LambdaLR
+def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    used = []
+    for step, batch in enumerate(batches):
+        for group in optimizer.param_groups:
+            group["lr"] = lr * warmup_linear_decay(step, warmup_steps=warmup_steps, total_steps=total_steps)
+        used.append(optimizer.param_groups[0]["lr"])
+        optimizer.zero_grad(set_to_none=True)
+        model(**batch).loss.backward()
+        optimizer.step()
+    return used

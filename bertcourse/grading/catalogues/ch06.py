@@ -1,0 +1,59 @@
+"""Known mistakes of chapter 6's newer parts (the original BERT optimizer)."""
+
+from __future__ import annotations
+
+from bertcourse.grading.mistakes import Mistake, _adam_step
+
+ORIGINAL = "chapter 6, 'The original BERT optimizer'"
+
+
+def _original(p, g, m, v, t, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, **wrong):
+    """The original step with one thing changed (`wrong`): bias correction, eps, L2, lr."""
+    b1, b2 = betas
+    if wrong.get("l2"):
+        g = g + weight_decay * p
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    if wrong.get("bias_correction"):
+        m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)
+    else:
+        m_hat, v_hat = m, v
+    update = m_hat / (v_hat.sqrt() + wrong.get("eps", eps))
+    if wrong.get("l2"):
+        return p - lr * update, m, v
+    if wrong.get("decay_without_lr"):
+        return p - lr * update - weight_decay * p, m, v
+    return p - lr * (update + weight_decay * p), m, v
+
+
+CATALOGUE: dict[str, list[Mistake]] = {
+    "bert_adam": [
+        Mistake(
+            "bias correction (that is torch's AdamW, not the original)",
+            "the original AdamWeightDecayOptimizer uses m and v without dividing by 1 - beta^t",
+            ORIGINAL,
+            lambda p, g, m, v, t, **h: _original(p, g, m, v, t, bias_correction=True, **h),
+        ),
+        Mistake(
+            "eps = 1e-8 (torch's default) instead of the original's 1e-6",
+            "the original's default epsilon is 1e-6; it matters when sqrt(v) is small",
+            ORIGINAL,
+            lambda p, g, m, v, t, **h: _original(p, g, m, v, t, eps=1e-8, **h),
+        ),
+        Mistake(
+            "L2 regularisation (the decay added to the gradient)",
+            "the original adds weight_decay x param to the update, after the division by "
+            "sqrt(v) + eps, not to the gradient",
+            ORIGINAL,
+            lambda p, g, m, v, t, **h: _original(p, g, m, v, t, l2=True, **h),
+        ),
+        Mistake(
+            "the decay not multiplied by the learning rate",
+            "the original multiplies the whole update, decay included, by the learning rate",
+            ORIGINAL,
+            lambda p, g, m, v, t, **h: _original(p, g, m, v, t, decay_without_lr=True, **h),
+        ),
+    ],
+}
+
+__all__ = ["CATALOGUE", "_adam_step"]
