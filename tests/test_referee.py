@@ -97,6 +97,15 @@ def test_modules_are_rebuilt_only_on_the_kernel_side() -> None:
         codec.decode(text, "referee")  # the referee never builds an object from a message
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_a_module_keeps_its_dtype_across_the_boundary(dtype) -> None:
+    torch.manual_seed(0)
+    module = BertSelfAttention(BertConfig.tiny(hidden_size=16, num_attention_heads=4)).to(dtype)
+    rebuilt = codec.decode(codec.encode({"m": module}), "kernel")["m"]
+    for (name, got), want in zip(rebuilt.named_parameters(), module.parameters()):
+        assert got.dtype == dtype and torch.equal(got, want), name
+
+
 def _message(value_tree, tensors: bytes = b"") -> str:
     return json.dumps({"v": 1, "value": value_tree, "tensors": base64.b64encode(tensors).decode()})
 

@@ -342,7 +342,11 @@ class _Decoder:
                     "a module's constructor arguments must be plain numbers or strings"
                 )
             module = cls(BertConfig(**self.value(node["config"], depth + 1)), **init)
-            module.load_state_dict(self._tensor_dict(node["state"], depth))
+            state = self._tensor_dict(node["state"], depth)
+            dtypes = {t.dtype for t in state.values() if t.is_floating_point()}
+            if len(dtypes) == 1:  # a float64 (or half) module stays one: load_state_dict would cast
+                module.to(dtypes.pop())
+            module.load_state_dict(state)
             params = dict(module.named_parameters())
             for name, grad in self._tensor_dict(node.get("grads", {}), depth).items():
                 params[name].grad = grad.clone()

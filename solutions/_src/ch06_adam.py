@@ -337,21 +337,23 @@ def pretraining_batches(config, n, seed):
 
 def check_training(config, n_batches, seed, **schedule):
     torch.manual_seed(seed)
-    model = BertForPreTraining(config)
+    # float64: Adam divides by sqrt(v), so rounding differences (another thread count, another
+    # machine) can grow to 1e-4 in float32 after a few steps at a high rate; in float64 they cannot
+    model = BertForPreTraining(config).double()
     expected_model = copy.deepcopy(model)
     batches = pretraining_batches(config, n_batches, seed)
     expected = reference_training(expected_model, batches, **schedule)
     used = grading.run(train_with_schedule, model, batches, forbid="schedules", use_reference={"warmup_linear_decay": "bertcourse.optim.warmup_linear_decay"}, **schedule)
     grading.check_value([float(x) for x in used], expected, f"the learning rates used with {schedule}", atol=1e-12, rtol=1e-9)
     for (name, got), want in zip(model.named_parameters(), expected_model.parameters()):
-        grading.check_value(got.detach(), want.detach(), f"{name} after training", atol=1e-6, rtol=1e-5)
+        grading.check_value(got.detach(), want.detach(), f"{name} after training", atol=1e-9, rtol=1e-7)
 
 
 CONFIG = BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16, max_position_embeddings=8, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 check_training(CONFIG, 6, seed=21, lr=0.01, warmup_steps=2, total_steps=6)
 print("OK train_with_schedule")
 ### BEGIN HIDDEN TESTS
-check_training(CONFIG, 5, seed=22, lr=0.05, warmup_steps=0, total_steps=8)
+check_training(CONFIG, 5, seed=22, lr=0.02, warmup_steps=0, total_steps=8)
 check_training(CONFIG, 7, seed=23, lr=0.003, warmup_steps=3, total_steps=5)  # steps after the end: rate 0
 ### END HIDDEN TESTS
 
