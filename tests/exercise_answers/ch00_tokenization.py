@@ -6,6 +6,7 @@
 
 
 # %% wrong split: ASCII punctuation only (string.punctuation misses ¿ and —)
+# names: string.punctuation
 def split_on_punctuation(word):
     import string
 
@@ -23,6 +24,7 @@ def split_on_punctuation(word):
 
 
 # %% wrong split: a run of punctuation stays one word ("?!")
+# names: a run of punctuation kept as one word
 def split_on_punctuation(word):
     pieces, prev = [], None
     for char in word:
@@ -32,6 +34,32 @@ def split_on_punctuation(word):
         pieces[-1] += char
         prev = kind
     return pieces
+
+
+# %% wrong split: Unicode's punctuation categories only ($, ^, + are symbols there)
+# names: Unicode's punctuation categories only
+def split_on_punctuation(word):
+    pieces, start_new = [], True
+    for char in word:
+        if unicodedata.category(char).startswith("P"):
+            pieces.append(char)
+            start_new = True
+        else:
+            if start_new:
+                pieces.append("")
+                start_new = False
+            pieces[-1] += char
+    return pieces
+
+
+# %% alternative split: a regular expression over the punctuation characters of the word
+def split_on_punctuation(word):
+    import re
+
+    punct = "".join(re.escape(c) for c in set(word) if is_punctuation(c))
+    if not punct:
+        return [word] if word else []
+    return [piece for piece in re.split(f"([{punct}])", word) if piece]
 
 
 # %% alternative split: glue a character to the last word unless either is punctuation
@@ -46,12 +74,14 @@ def split_on_punctuation(word):
 
 
 # %% wrong basic: accents kept
+# names: the accents kept
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text)).lower()
     return [piece for word in text.split() for piece in split_on_punctuation(word)]
 
 
 # %% wrong basic: Chinese characters not spaced
+# names: the CJK ideographs not spaced
 def basic_tokenize(text):
     text = clean_text(text)
     text = "".join(
@@ -69,9 +99,52 @@ def basic_tokenize(text):
     return [piece for word in text.split(" ") for piece in (split_on_punctuation(word) or [word])]
 
 
-# %% alternative basic: lowercase first, then strip accents with a comprehension per word
+# %% wrong basic: str.lower on the whole text (a word-final capital sigma becomes ς)
+# names: str.lower on the whole text
 def basic_tokenize(text):
-    words = space_chinese_chars(clean_text(text)).lower().split()
+    text = space_chinese_chars(clean_text(text))
+    text = "".join(
+        c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"
+    ).lower()
+    return [piece for word in text.split() for piece in split_on_punctuation(word)]
+
+
+# %% wrong basic: NFKD instead of NFD (ligatures, fractions and numerals rewritten)
+# names: NFKD instead of NFD
+def basic_tokenize(text):
+    text = space_chinese_chars(clean_text(text))
+    text = "".join(
+        c for c in unicodedata.normalize("NFKD", text) if unicodedata.category(c) != "Mn"
+    )
+    text = "".join(c.lower() for c in text)
+    return [piece for word in text.split() for piece in split_on_punctuation(word)]
+
+
+# %% wrong basic: no lowercasing (a cased lookup)
+# names: no lowercasing
+def basic_tokenize(text):
+    text = space_chinese_chars(clean_text(text))
+    text = "".join(
+        c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"
+    )
+    return [piece for word in text.split() for piece in split_on_punctuation(word)]
+
+
+# %% wrong basic: drops every combining character (Mn, Mc and Me), not only Mn
+def basic_tokenize(text):
+    text = space_chinese_chars(clean_text(text))
+    text = "".join(
+        c
+        for c in unicodedata.normalize("NFD", text)
+        if not unicodedata.category(c).startswith("M")
+    )
+    text = "".join(c.lower() for c in text)
+    return [piece for word in text.split() for piece in split_on_punctuation(word)]
+
+
+# %% alternative basic: lowercase first (character by character), then strip accents per word
+def basic_tokenize(text):
+    words = "".join(c.lower() for c in space_chinese_chars(clean_text(text))).split()
     out = []
     for word in words:
         decomposed = unicodedata.normalize("NFD", word)
@@ -82,6 +155,7 @@ def basic_tokenize(text):
 
 
 # %% wrong wordpiece: no ## prefix on continuation pieces
+# names: no '##' on the pieces that continue a word
 def wordpiece(word, vocab):
     vocab = set(vocab)
     if len(word) > 100:
@@ -99,6 +173,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: keeps the pieces found before the gap, then [UNK]
+# names: the pieces found before a gap kept
 def wordpiece(word, vocab):
     vocab = set(vocab)
     if len(word) > 100:
@@ -119,6 +194,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: shortest match first
+# names: the shortest match first
 def wordpiece(word, vocab):
     vocab = set(vocab)
     if len(word) > 100:
@@ -133,6 +209,86 @@ def wordpiece(word, vocab):
             return ["[UNK]"]
         pieces.append(piece)
         start = end
+    return pieces
+
+
+# %% wrong wordpiece: "##" on the first piece too
+# names: '##' on the first piece too
+def wordpiece(word, vocab):
+    vocab = set(vocab)
+    if len(word) > 100:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start and "##" + word[start:end] not in vocab:
+            end -= 1
+        if end == start:
+            return ["[UNK]"]
+        pieces.append("##" + word[start:end])
+        start = end
+    return pieces
+
+
+# %% wrong wordpiece: a word of 100 characters is already [UNK] (>= instead of >)
+# names: [UNK] for a word of exactly 100 characters
+def wordpiece(word, vocab):
+    vocab = set(vocab)
+    if len(word) >= 100:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start:
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+            end -= 1
+        if end == start:
+            return ["[UNK]"]
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
+# %% wrong wordpiece: adds [UNK] to the caller's vocabulary list (modifies its input)
+def wordpiece(word, vocab):
+    if "[UNK]" not in vocab:
+        vocab.append("[UNK]")
+    known = set(vocab)
+    if len(word) > 100:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start:
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in known:
+                break
+            end -= 1
+        if end == start:
+            return ["[UNK]"]
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
+# %% alternative wordpiece: a dict of pieces by length, cut from the longest possible length
+def wordpiece(word, vocab):
+    if len(word) > 100:
+        return ["[UNK]"]
+    known = frozenset(vocab)
+    longest = max(map(len, known))
+    pieces, start = [], 0
+    while start < len(word):
+        prefix = "##" if start else ""
+        for end in range(min(len(word), start + longest), start, -1):
+            if prefix + word[start:end] in known:
+                pieces.append(prefix + word[start:end])
+                start = end
+                break
+        else:
+            return ["[UNK]"]
     return pieces
 
 
@@ -177,6 +333,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: truncation always cuts A first
+# names: A truncated first
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
     a, b = list(ids_a), list(ids_b)
@@ -195,6 +352,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: one token at a time from the longer (the legacy rule, B on ties)
+# names: the original truncate_seq_pair
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
     a, b = list(ids_a), list(ids_b)
@@ -213,6 +371,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: padding counted in the attention mask
+# names: padding counted in the attention mask
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
     a, b = list(ids_a), list(ids_b)
@@ -232,4 +391,109 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
         "input_ids": input_ids + [pad_id] * n_pad,
         "token_type_ids": [0] * (len(a) + 2) + [1] * (len(b) + 1) + [0] * n_pad,
         "attention_mask": [1] * max_length,
+    }
+
+
+# %% wrong pair: only the second text is truncated
+# names: only the second text truncated
+def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
+    a, b = list(ids_a), list(ids_b)
+    b = b[: max(0, max_length - 3 - len(a))]
+    input_ids = [cls_id] + a + [sep_id] + b + [sep_id]
+    n_pad = max_length - len(input_ids)
+    return {
+        "input_ids": input_ids + [pad_id] * n_pad,
+        "token_type_ids": [0] * (len(a) + 2) + [1] * (len(b) + 1) + [0] * n_pad,
+        "attention_mask": [1] * len(input_ids) + [0] * n_pad,
+    }
+
+
+# %% wrong pair: the last [SEP] typed as segment A
+# names: the last [SEP] with token type 0
+def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
+    places = max_length - 3
+    a, b = list(ids_a), list(ids_b)
+    if len(a) + len(b) > places:
+        shorter = min(len(a), len(b))
+        if shorter <= places - shorter:
+            keep_a, keep_b = (
+                (len(a), places - len(a)) if len(a) == shorter else (places - len(b), len(b))
+            )
+        else:
+            half, odd = divmod(places, 2)
+            keep_a, keep_b = (half + odd, half) if len(a) > len(b) else (half, half + odd)
+        a, b = a[:keep_a], b[:keep_b]
+    input_ids = [cls_id] + a + [sep_id] + b + [sep_id]
+    n_pad = max_length - len(input_ids)
+    return {
+        "input_ids": input_ids + [pad_id] * n_pad,
+        "token_type_ids": [0] * (len(a) + 2) + [1] * len(b) + [0] + [0] * n_pad,
+        "attention_mask": [1] * len(input_ids) + [0] * n_pad,
+    }
+
+
+# %% wrong pair: padding continues segment B's token type
+# names: padding with token type 1
+def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
+    places = max_length - 3
+    a, b = list(ids_a), list(ids_b)
+    if len(a) + len(b) > places:
+        shorter = min(len(a), len(b))
+        if shorter <= places - shorter:
+            keep_a, keep_b = (
+                (len(a), places - len(a)) if len(a) == shorter else (places - len(b), len(b))
+            )
+        else:
+            half, odd = divmod(places, 2)
+            keep_a, keep_b = (half + odd, half) if len(a) > len(b) else (half, half + odd)
+        a, b = a[:keep_a], b[:keep_b]
+    input_ids = [cls_id] + a + [sep_id] + b + [sep_id]
+    n_pad = max_length - len(input_ids)
+    return {
+        "input_ids": input_ids + [pad_id] * n_pad,
+        "token_type_ids": [0] * (len(a) + 2) + [1] * (len(b) + 1 + n_pad),
+        "attention_mask": [1] * len(input_ids) + [0] * n_pad,
+    }
+
+
+# %% wrong pair: truncates the caller's lists in place (as the original truncate_seq_pair)
+def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
+    places = max_length - 3
+    a, b = ids_a, ids_b
+    if len(a) + len(b) > places:
+        shorter = min(len(a), len(b))
+        if shorter <= places - shorter:
+            keep_a, keep_b = (
+                (len(a), places - len(a)) if len(a) == shorter else (places - len(b), len(b))
+            )
+        else:
+            half, odd = divmod(places, 2)
+            keep_a, keep_b = (half + odd, half) if len(a) > len(b) else (half, half + odd)
+        del a[keep_a:], b[keep_b:]
+    input_ids = [cls_id] + a + [sep_id] + b + [sep_id]
+    n_pad = max_length - len(input_ids)
+    return {
+        "input_ids": input_ids + [pad_id] * n_pad,
+        "token_type_ids": [0] * (len(a) + 2) + [1] * (len(b) + 1) + [0] * n_pad,
+        "attention_mask": [1] * len(input_ids) + [0] * n_pad,
+    }
+
+
+# %% alternative pair: the lengths by the tokenizers loop (shorter kept, halves otherwise), typed by zip
+def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
+    places = max_length - 3
+    n1, n2 = sorted((len(ids_a), len(ids_b)))
+    if n1 + n2 > places:
+        n2 = max(n1, places - n1)
+        if n1 + n2 > places:
+            n1, n2 = places // 2, places // 2 + places % 2
+    keep_a, keep_b = (n2, n1) if len(ids_a) > len(ids_b) else (n1, n2)
+    segments = [([cls_id, *ids_a[:keep_a], sep_id], 0), ([*ids_b[:keep_b], sep_id], 1)]
+    ids = [i for seg, _ in segments for i in seg]
+    types = [t for seg, t in segments for _ in seg]
+    pad = [0] * (max_length - len(ids))
+    return {
+        "input_ids": ids + [pad_id] * len(pad),
+        "token_type_ids": types + pad,
+        "attention_mask": [1] * len(ids) + pad,
     }
