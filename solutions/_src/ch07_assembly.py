@@ -4,14 +4,14 @@
 # # Exercises 7: The assembled model
 #
 # Time to put the pieces together. You will write the input embeddings, one post-LN encoder
-# layer from its parts, the parameter count of a configuration by formula, and one
-# pre-training step of `BertForPreTraining`. Chapter 7 of the book ("The whole model")
+# layer from its parts, the MLM head and the NSP head, the parameter count of a configuration
+# by formula, one pre-training step of `BertForPreTraining`, and its whole forward pass. Chapter 7 of the book ("The whole model")
 # explains the architecture.
 #
 # **How to work.** Write your code where a cell says `# YOUR CODE HERE`, replacing the
 # `raise NotImplementedError()`, then run the test cell below it (`OK ...` or a message).
 # Your functions receive bertcourse modules and must reproduce their `forward` from their
-# sub-modules; those `forward` methods (and, in part 3, the model constructors) are disabled
+# sub-modules; those `forward` methods (and, in part 5, the model constructors) are disabled
 # while your answers are checked. Hidden tests use other sizes and inputs. Check everything
 # with **Validate** (or `nbgrader validate`).
 #
@@ -63,6 +63,8 @@ def randomize(module, seed):
 # `token_type_ids` are `(B, L)`; return `(B, L, H)`.
 #
 # *Hint:* `torch.arange(L)` gives the positions; an `(L, H)` tensor broadcasts over the batch.
+# In training mode the module's `dropout` is active (the hidden tests check it), in
+# evaluation mode it does nothing.
 
 # %% [solution] id=embed
 def embed(embeddings, input_ids, token_type_ids):
@@ -90,6 +92,14 @@ grading.check_close(embed, reference_embed, embeddings, ids, types, forbid="embe
 embeddings = randomize(BertEmbeddings(small_config(hidden_size=24, type_vocab_size=3)), seed=3)
 grading.check_close(embed, reference_embed, embeddings, grading.randint(0, 100, 3, 16, seed=4), grading.randint(0, 3, 3, 16, seed=5), forbid="embeddings")
 grading.check_close(embed, reference_embed, embeddings, grading.randint(0, 100, 1, 1, seed=6), torch.zeros(1, 1, dtype=torch.long), forbid="embeddings")
+# training mode: the dropout after LayerNorm is active (checked by its statistics: the mask is random)
+training = randomize(BertEmbeddings(small_config(hidden_dropout_prob=0.5)), seed=7).train()
+ids = grading.randint(0, 100, 8, 16, seed=8)
+out = grading.run(embed, training, ids, torch.zeros_like(ids), forbid="embeddings")
+clean = reference_embed(copy.deepcopy(training).eval(), ids, torch.zeros_like(ids))
+dropped = out == 0
+grading.check_proportion(dropped.sum(), out.numel(), 0.5, "share of the values dropped in training mode (dropout 0.5)")
+grading.check_value(out[~dropped], clean[~dropped] / 0.5, "the kept values in training mode (scaled by 1 / (1 - p))", atol=1e-5, rtol=1e-4)
 ### END HIDDEN TESTS
 
 # %% [markdown] id=layer_text
@@ -138,8 +148,97 @@ layer = randomize(BertLayer(small_config(hidden_size=24, num_attention_heads=3, 
 grading.check_close(encoder_layer, reference_layer, layer, grading.randn(3, 9, 24, seed=4, scale=3.0), forbid="layer")
 ### END HIDDEN TESTS
 
+# %% [markdown] id=mlm_head_text
+# ## Part 3: the MLM head (2 points)
+#
+# The masked-language-model head turns a final hidden vector into scores over the vocabulary:
+# a transform (dense H → H, GELU in its exact erf form, LayerNorm with the config's
+# `layer_norm_eps`), then the **decoder**, whose weight is the word-embedding matrix $E$
+# (`(V, H)`, tied: one parameter used twice) plus its own output bias $b$:
+#
+# $$\text{logits} = \mathrm{LN}\big(\mathrm{GELU}(h W_T + b_T)\big)\, E^\top + b.$$
+#
+# Write `mlm_head(head, hidden_states)` for a `bertcourse.heads.BertLMPredictionHead` with
+# `head.transform.dense`, `head.transform.layer_norm`, `head.decoder.weight` and `head.bias`;
+# `hidden_states` is `(..., H)`; return `(..., V)`. Use the modules' own settings (the hidden tests
+# use another `layer_norm_eps`).
+
+# %% [solution] id=mlm_head
+def mlm_head(head, hidden_states):
+    """(..., H) -> (..., V) vocabulary scores."""
+    ### BEGIN SOLUTION
+    x = head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states)))  # (..., H)
+    return x @ head.decoder.weight.T + head.bias  # (..., V)
+    ### END SOLUTION
+
+# %% [tests] id=mlm_head_tests points=2
+from transformers.models.bert import modeling_bert  # noqa: E402
+
+from bertcourse.heads import BertLMPredictionHead  # noqa: E402
+from bertcourse.hf import config_to_hf  # noqa: E402
+
+
+def transformers_head(head):
+    """transformers' own BertLMPredictionHead with the same weights: the check from outside."""
+    theirs = modeling_bert.BertLMPredictionHead(config_to_hf(head.config)).eval()
+    with torch.no_grad():
+        t = theirs.transform
+        t.dense.weight.copy_(head.transform.dense.weight)
+        t.dense.bias.copy_(head.transform.dense.bias)
+        t.LayerNorm.weight.copy_(head.transform.layer_norm.weight)
+        t.LayerNorm.bias.copy_(head.transform.layer_norm.bias)
+        theirs.decoder.weight.copy_(head.decoder.weight)
+        theirs.bias.copy_(head.bias)
+        theirs.decoder.bias.copy_(head.bias)  # standalone, transformers 5 does not tie decoder.bias to .bias
+    return lambda hidden_states: theirs(hidden_states)
+
+
+head = randomize(BertLMPredictionHead(small_config()), seed=11)
+h = grading.randn(2, 5, 32, seed=12)
+grading.check_close(mlm_head, "bertcourse.heads.BertLMPredictionHead.forward", head, h, forbid=("bertcourse.heads.BertLMPredictionHead.forward",), mistakes="ch07:mlm_head")
+### BEGIN HIDDEN TESTS
+FORBID_HEAD = ("bertcourse.heads.BertLMPredictionHead.forward", "bertcourse.heads.BertPredictionHeadTransform.forward")
+head = randomize(BertLMPredictionHead(small_config(hidden_size=24, vocab_size=50, layer_norm_eps=0.5)), seed=13)
+h = grading.randn(3, 24, seed=14, scale=3.0)  # (N, H): gathered positions
+grading.check_close(mlm_head, lambda head, h: transformers_head(head)(h), head, h, forbid=FORBID_HEAD, mistakes="ch07:mlm_head")
+before = copy.deepcopy(head.state_dict())
+grading.run(mlm_head, head, h, forbid=FORBID_HEAD)
+grading.check_true(all(torch.equal(before[k], v) for k, v in head.state_dict().items()), "mlm_head changed the head's weights")
+### END HIDDEN TESTS
+
+# %% [markdown] id=nsp_text
+# ## Part 4: the pooler and the NSP classifier (1 point)
+#
+# Next-sentence prediction reads one vector per sequence: the **pooler** takes the final
+# hidden vector of the first token, `[CLS]`, through a dense layer and **tanh**; a linear
+# classifier then gives two scores (index 0: B follows A; index 1: B is random):
+#
+# $$\text{nsp} = \tanh(h_{[\text{CLS}]} W_P + b_P)\, W_C + b_C.$$
+#
+# Write `nsp_logits(model, sequence_output)` for a `BertForPreTraining` `model`, using
+# `model.bert.pooler.dense` and `model.cls.seq_relationship`; `sequence_output` is `(B, L, H)`;
+# return `(B, 2)`.
+
+# %% [solution] id=nsp
+def nsp_logits(model, sequence_output):
+    """(B, L, H) -> (B, 2) next-sentence scores from the [CLS] vector."""
+    ### BEGIN SOLUTION
+    pooled = torch.tanh(model.bert.pooler.dense(sequence_output[:, 0]))  # (B, H)
+    return model.cls.seq_relationship(pooled)  # (B, 2)
+    ### END SOLUTION
+
+# %% [tests] id=nsp_tests points=1
+FORBID_NSP = ("bertcourse.heads.BertPooler.forward", "bertcourse.model.BertModel.forward", "bertcourse.model.BertForPreTraining.forward")
+model = randomize(BertForPreTraining(small_config()), seed=15)
+grading.check_close(nsp_logits, "bertcourse.grading.references.nsp_logits", model, grading.randn(2, 6, 32, seed=16), forbid=FORBID_NSP)
+### BEGIN HIDDEN TESTS
+model = randomize(BertForPreTraining(small_config(hidden_size=24, num_attention_heads=3)), seed=17)
+grading.check_close(nsp_logits, "bertcourse.grading.references.nsp_logits", model, grading.randn(4, 9, 24, seed=18, scale=2.0), forbid=FORBID_NSP)
+grading.check_close(nsp_logits, "bertcourse.grading.references.nsp_logits", model, grading.randn(1, 1, 24, seed=19), forbid=FORBID_NSP)
+### END HIDDEN TESTS
+
 # %% [markdown] id=count_text
-# ## Part 3: how many parameters? (1 point)
+# ## Part 5: how many parameters? (1 point)
 #
 # Count the parameters of `BertModel(config)` (embeddings, encoder layers and pooler; no
 # pre-training heads) **by formula**, from the configuration alone: the model constructors are
@@ -174,7 +273,7 @@ grading.check_equal(count_parameters, reference_count, small_config(vocab_size=7
 ### END HIDDEN TESTS
 
 # %% [markdown] id=step_text
-# ## Part 4: one pre-training step (3 points)
+# ## Part 6: one pre-training step (3 points)
 #
 # One step of BERT's pre-training, given a batch (a dict with `input_ids`, `token_type_ids`,
 # `attention_mask`, `labels` (-100 where not predicted) and `next_sentence_label`):
@@ -253,6 +352,74 @@ for step in range(2):
     grading.check_value(got, expected, f"the loss at step {step + 1}", rtol=1e-4, atol=1e-5)
     grading.check_value(dict(model.named_parameters()), dict(ref_model.named_parameters()), f"the parameters after step {step + 1} (max_grad_norm=0.05)", rtol=1e-4, atol=1e-6)
 print("OK pretraining_step: 2 steps")
+### END HIDDEN TESTS
+
+# %% [markdown] id=forward_text
+# ## Part 7: the whole forward pass (3 points)
+#
+# Assemble BERT's pre-training forward pass from your parts: embeddings (part 1), the additive
+# attention bias of the padding mask (`extended_attention_mask`, chapter 2), every encoder layer
+# in turn (part 2), the MLM head at **every** position (part 3), the NSP scores (part 4), and the
+# loss: the mean cross-entropy over the labelled positions (`labels`, -100 elsewhere) plus the
+# NSP cross-entropy.
+#
+# Write `pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels,
+# next_sentence_label)` for a `BertForPreTraining` `model` (`model.bert.embeddings`,
+# `model.bert.encoder.layer`, `model.cls.predictions`), returning `(prediction_logits,
+# seq_relationship_logits, loss)` of shapes `(B, L, V)`, `(B, 2)` and `()`. The tests compare
+# them with transformers' `BertForPreTraining` holding the same weights, and use the reference
+# versions of parts 1-4, so a mistake there costs its own part only.
+
+# %% [solution] id=forward
+def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+    """-> (prediction logits (B, L, V), NSP logits (B, 2), MLM + NSP loss)."""
+    ### BEGIN SOLUTION
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)  # (B, L, H)
+    bias = extended_attention_mask(attention_mask, h.dtype)  # (B, 1, 1, L)
+    for layer in model.bert.encoder.layer:
+        h = encoder_layer(layer, h, bias)
+    prediction_logits = mlm_head(model.cls.predictions, h)  # (B, L, V)
+    seq_logits = nsp_logits(model, h)  # (B, 2)
+    V = prediction_logits.shape[-1]
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(seq_logits, next_sentence_label)
+    return prediction_logits, seq_logits, loss
+    ### END SOLUTION
+
+# %% [tests] id=forward_tests points=3
+from bertcourse.hf import to_hf  # noqa: E402
+
+PARTS = {
+    "embed": "bertcourse.embeddings.BertEmbeddings.forward",
+    "encoder_layer": "bertcourse.grading.references.encoder_layer",
+    "mlm_head": "bertcourse.heads.BertLMPredictionHead.forward",
+    "nsp_logits": "bertcourse.grading.references.nsp_logits",
+}
+FORBID_FORWARD = ("bertcourse.model.BertForPreTraining.forward", "bertcourse.model.BertModel.forward", "bertcourse.encoder.BertEncoder.forward")
+
+
+def transformers_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+    """transformers' BertForPreTraining with the same weights (bertcourse.hf.to_hf): from outside."""
+    theirs = to_hf(model).eval()
+    with torch.no_grad():
+        out = theirs(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask, labels=labels, next_sentence_label=next_sentence_label)
+    return out.prediction_logits, out.seq_relationship_logits, out.loss
+
+
+def pretraining_inputs(config, batch_size, length, seed, padded=0):
+    ids = grading.randint(5, config.vocab_size, batch_size, length, seed=seed)
+    mask = torch.ones(batch_size, length, dtype=torch.long)
+    mask[:padded, length - length // 3 :] = 0  # padded rows
+    labels = torch.where(grading.randint(0, 100, batch_size, length, seed=seed + 1) < 25, ids, IGNORE_INDEX)
+    labels[mask == 0] = IGNORE_INDEX
+    types = (torch.arange(length) >= length // 2).long().expand(batch_size, length).clone()
+    return ids, types, mask, labels, grading.randint(0, 2, batch_size, seed=seed + 2)
+
+
+model = randomize(BertForPreTraining(small_config()), seed=21)
+grading.check_close(pretraining_forward, transformers_forward, model, *pretraining_inputs(model.config, 2, 8, seed=22, padded=1), forbid=FORBID_FORWARD, use_reference=PARTS, rtol=1e-4, atol=1e-4)
+### BEGIN HIDDEN TESTS
+model = randomize(BertForPreTraining(small_config(hidden_size=24, num_attention_heads=3, num_hidden_layers=3, type_vocab_size=2)), seed=23)
+grading.check_close(pretraining_forward, transformers_forward, model, *pretraining_inputs(model.config, 3, 11, seed=24, padded=2), forbid=FORBID_FORWARD, use_reference=PARTS, rtol=1e-4, atol=1e-4)
 ### END HIDDEN TESTS
 
 # %% [markdown] id=outro

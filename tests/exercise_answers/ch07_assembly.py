@@ -127,7 +127,8 @@ def embed(embeddings, input_ids, token_type_ids):
     x = x + embeddings.position_embeddings.weight[positions]
     x = x + embeddings.token_type_embeddings.weight[token_type_ids]
     ln = embeddings.layer_norm
-    return F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+    x = F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+    return F.dropout(x, p=embeddings.dropout.p, training=embeddings.training)
 
 
 # %% alternative layer: explicit F.linear, F.layer_norm and the erf form of GELU
@@ -174,3 +175,134 @@ def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
     torch.nn.utils.clip_grad_norm_(list(model.parameters()), max_norm=max_grad_norm)
     optimizer.step()
     return float(loss.detach())
+
+
+# %% wrong mlm_head: the tanh approximation of GELU
+# names: the tanh approximation of GELU
+def mlm_head(head, hidden_states):
+    x = head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states), approximate="tanh"))
+    return x @ head.decoder.weight.T + head.bias
+
+
+# %% wrong mlm_head: no transform, straight to the decoder
+# names: the decoder without the transform
+def mlm_head(head, hidden_states):
+    return hidden_states @ head.decoder.weight.T + head.bias
+
+
+# %% wrong mlm_head: forgets the decoder's own bias
+# names: the decoder without its output bias
+def mlm_head(head, hidden_states):
+    return head.decoder(head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states))))
+
+
+# %% wrong mlm_head: F.layer_norm with its default eps instead of the module's
+# names: LayerNorm with PyTorch's default eps
+def mlm_head(head, hidden_states):
+    ln = head.transform.layer_norm
+    x = F.gelu(head.transform.dense(hidden_states))
+    x = F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias)
+    return x @ head.decoder.weight.T + head.bias
+
+
+# %% alternative mlm_head: the transform module, then F.linear with the tied weight
+def mlm_head(head, hidden_states):
+    x = head.transform.layer_norm(head.transform.act(head.transform.dense(hidden_states)))
+    return F.linear(x, head.decoder.weight, head.bias)
+
+
+# %% wrong nsp: mean pooling instead of the [CLS] vector
+def nsp_logits(model, sequence_output):
+    pooled = torch.tanh(model.bert.pooler.dense(sequence_output.mean(dim=1)))
+    return model.cls.seq_relationship(pooled)
+
+
+# %% wrong nsp: no tanh
+def nsp_logits(model, sequence_output):
+    return model.cls.seq_relationship(model.bert.pooler.dense(sequence_output[:, 0]))
+
+
+# %% wrong nsp: the last token instead of [CLS]
+def nsp_logits(model, sequence_output):
+    pooled = torch.tanh(model.bert.pooler.dense(sequence_output[:, -1]))
+    return model.cls.seq_relationship(pooled)
+
+
+# %% alternative nsp: the classifier written out with its weight
+def nsp_logits(model, sequence_output):
+    dense, cls = model.bert.pooler.dense, model.cls.seq_relationship
+    pooled = (sequence_output[:, 0] @ dense.weight.T + dense.bias).tanh()
+    return pooled @ cls.weight.T + cls.bias
+
+
+# %% wrong forward: the padding mask ignored
+def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)
+    for layer in model.bert.encoder.layer:
+        h = encoder_layer(layer, h, None)
+    prediction_logits = mlm_head(model.cls.predictions, h)
+    seq_logits = nsp_logits(model, h)
+    V = prediction_logits.shape[-1]
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(seq_logits, next_sentence_label)
+    return prediction_logits, seq_logits, loss
+
+
+# %% wrong forward: the mask's polarity inverted (attends to the padding only)
+def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)
+    bias = extended_attention_mask(1 - attention_mask, h.dtype)
+    for layer in model.bert.encoder.layer:
+        h = encoder_layer(layer, h, bias)
+    prediction_logits = mlm_head(model.cls.predictions, h)
+    seq_logits = nsp_logits(model, h)
+    V = prediction_logits.shape[-1]
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(seq_logits, next_sentence_label)
+    return prediction_logits, seq_logits, loss
+
+
+# %% wrong forward: the MLM loss averaged over every position (ignored ones as 0)
+def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)
+    bias = extended_attention_mask(attention_mask, h.dtype)
+    for layer in model.bert.encoder.layer:
+        h = encoder_layer(layer, h, bias)
+    prediction_logits = mlm_head(model.cls.predictions, h)
+    seq_logits = nsp_logits(model, h)
+    V = prediction_logits.shape[-1]
+    mlm = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1), reduction="sum") / labels.numel()
+    return prediction_logits, seq_logits, mlm + F.cross_entropy(seq_logits, next_sentence_label)
+
+
+# %% wrong forward: only the first layer
+def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)
+    h = encoder_layer(model.bert.encoder.layer[0], h, extended_attention_mask(attention_mask, h.dtype))
+    prediction_logits = mlm_head(model.cls.predictions, h)
+    seq_logits = nsp_logits(model, h)
+    V = prediction_logits.shape[-1]
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(seq_logits, next_sentence_label)
+    return prediction_logits, seq_logits, loss
+
+
+# %% alternative forward: the mask as a boolean where(), the loss gathered at the labelled positions
+def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)
+    bias = torch.where(attention_mask[:, None, None, :].bool(), 0.0, torch.finfo(h.dtype).min).to(h.dtype)
+    for layer in model.bert.encoder.layer:
+        h = encoder_layer(layer, h, bias)
+    prediction_logits = mlm_head(model.cls.predictions, h)
+    seq_logits = nsp_logits(model, h)
+    keep = labels != IGNORE_INDEX
+    mlm = F.cross_entropy(prediction_logits[keep], labels[keep])
+    return prediction_logits, seq_logits, mlm + F.cross_entropy(seq_logits, next_sentence_label)
+
+
+# %% wrong embed: no dropout (right in evaluation, wrong in training)
+def embed(embeddings, input_ids, token_type_ids):
+    positions = torch.arange(input_ids.shape[1])
+    x = (
+        embeddings.word_embeddings(input_ids)
+        + embeddings.position_embeddings(positions)
+        + embeddings.token_type_embeddings(token_type_ids)
+    )
+    return embeddings.layer_norm(x)
