@@ -77,8 +77,11 @@ def make_batch(config, batch_size, length, seed, pad=True):
 #   squared error $\frac1B \sum_b (z_{b,0} - y_b)^2$.
 #
 # Write `classifier_head(pooled, weight, bias, labels)` returning `(logits, loss)`: logits
-# `(B, C)` and the loss as a 0-dimensional tensor. You may use `F.cross_entropy` and
-# `F.mse_loss`, but not `BertForSequenceClassification` itself.
+# `(B, C)` and the loss as a 0-dimensional tensor, both in the dtype of `pooled` (float64 in,
+# float64 out; regression labels may come in another float dtype). You may use
+# `F.cross_entropy` and `F.mse_loss`, but not `BertForSequenceClassification` itself. The
+# hidden tests include logits in the thousands (a confident prediction whose loss is exactly 0
+# next to a confident mistake), float64 inputs and a batch of one; do not modify the inputs.
 #
 # *Hint:* compare the shapes of `z` and `y` in the regression case before subtracting.
 
@@ -104,11 +107,24 @@ def reference_head(pooled, weight, bias, labels):
 
 HEAD_FORBID = ["bertcourse.model.BertForSequenceClassification.forward", "bertcourse.model.sequence_classification_loss"]
 pooled = torch.tanh(grading.randn(4, 8, seed=1, scale=2.0))
-grading.check_close(classifier_head, reference_head, pooled, grading.randn(3, 8, seed=2), grading.randn(3, seed=3), torch.tensor([0, 2, 1, 2]), forbid=HEAD_FORBID)
+HEAD = dict(forbid=HEAD_FORBID, mistakes="ch08:head")
+grading.check_close(classifier_head, reference_head, pooled, grading.randn(3, 8, seed=2), grading.randn(3, seed=3), torch.tensor([0, 2, 1, 2]), **HEAD)
 ### BEGIN HIDDEN TESTS
-grading.check_close(classifier_head, reference_head, torch.tanh(grading.randn(6, 12, seed=4)), grading.randn(2, 12, seed=5), grading.randn(2, seed=6), torch.tensor([1, 0, 0, 1, 1, 0]), forbid=HEAD_FORBID)
-grading.check_close(classifier_head, reference_head, torch.tanh(grading.randn(5, 12, seed=7)), grading.randn(1, 12, seed=8), grading.randn(1, seed=9), grading.randn(5, seed=10), forbid=HEAD_FORBID)
-grading.check_close(classifier_head, reference_head, torch.tanh(grading.randn(1, 8, seed=11)), grading.randn(4, 8, seed=12), grading.randn(4, seed=13), torch.tensor([3]), forbid=HEAD_FORBID)
+HEAD["inputs_unchanged"] = True
+grading.check_close(classifier_head, reference_head, torch.tanh(grading.randn(6, 12, seed=4)), grading.randn(2, 12, seed=5), grading.randn(2, seed=6), torch.tensor([1, 0, 0, 1, 1, 0]), **HEAD)
+grading.check_close(classifier_head, reference_head, torch.tanh(grading.randn(5, 12, seed=7)), grading.randn(1, 12, seed=8), grading.randn(1, seed=9), grading.randn(5, seed=10), **HEAD)
+grading.check_close(classifier_head, reference_head, torch.tanh(grading.randn(1, 8, seed=11)), grading.randn(4, 8, seed=12), grading.randn(4, seed=13), torch.tensor([3]), **HEAD)
+# A batch of one in regression: (1, 1) logits against (1,) labels.
+grading.check_close(classifier_head, reference_head, torch.tanh(grading.randn(1, 8, seed=14)), grading.randn(1, 8, seed=15), grading.randn(1, seed=16), grading.randn(1, seed=17), **HEAD)
+# float64 in, float64 out; regression labels in float32 with float64 logits.
+pooled64 = torch.tanh(grading.randn(5, 12, seed=18)).double()
+grading.check_close(classifier_head, reference_head, pooled64, grading.randn(3, 12, seed=19).double(), grading.randn(3, seed=20).double(), torch.tensor([2, 0, 1, 1, 0]), **HEAD)
+grading.check_close(classifier_head, reference_head, pooled64, grading.randn(1, 12, seed=21).double(), grading.randn(1, seed=22).double(), grading.randn(5, seed=23), **HEAD)
+# Logits in the thousands: rows 0-1 confident and right (loss exactly 0), row 2 confident and wrong.
+weight = torch.tensor([[3000.0, 0.0], [-3000.0, 0.0], [0.0, 2000.0]])
+extreme_pooled = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [1.0, 0.0]])
+grading.check_close(classifier_head, reference_head, extreme_pooled[:2], weight, torch.zeros(3), torch.tensor([0, 1]), **HEAD)
+grading.check_close(classifier_head, reference_head, extreme_pooled, weight, torch.zeros(3), torch.tensor([0, 1, 2]), **HEAD)
 ### END HIDDEN TESTS
 
 # %% [markdown] id=step_text
@@ -183,6 +199,15 @@ for step in range(2):
     grading.check_value(got, expected_loss, f"the loss at step {step + 1}", rtol=1e-4, atol=1e-5)
     grading.check_value(dict(model.named_parameters()), expected_params, f"the parameters after step {step + 1} (lr=0.5, max_grad_norm=0.05)", rtol=1e-4, atol=1e-5)
 print("OK fine_tuning_step: 2 steps, stale gradients, clipping")
+# The model arrives in eval mode, with a classifier dropout of 1: in training mode the dropout
+# zeroes the pooled vector (deterministic: no random mask to match), in eval mode it does not.
+model = randomize(BertForSequenceClassification(small_config(), classifier_dropout=1.0), seed=6).eval()
+batch = make_batch(model.config, 3, 9, seed=7)
+expected_loss, expected_params = transformers_step(copy.deepcopy(model), batch, lr=0.2)
+got = grading.run(fine_tuning_step, model, batch, 0.2)
+grading.check_value(got, expected_loss, "the loss of a model that arrived in eval mode (model.train() first?)", rtol=1e-4, atol=1e-5)
+grading.check_value(dict(model.named_parameters()), expected_params, "the parameters after a step of a model that arrived in eval mode", rtol=1e-4, atol=1e-5)
+print("OK fine_tuning_step: training mode set")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=eval_text
@@ -232,11 +257,17 @@ def reference_evaluate(model, batches):
 
 
 def check_evaluate(model, batches):
-    """The learner's evaluate against the reference, and no autograd graph in what it returns."""
+    """The learner's evaluate against the reference, no autograd graph in what it returns, and
+    the model as it was: same weights, no gradients, the same mode."""
+    before, was_training = copy.deepcopy(model.state_dict()), model.training
+    expected = reference_evaluate(copy.deepcopy(model), batches)
     got = grading.run(evaluate, model, batches)
     grading.check_true(isinstance(got, dict) and torch.is_tensor(got.get("logits")), "evaluate must return a dict with a tensor under 'logits'")
     grading.check_true(not got["logits"].requires_grad, "the logits carry an autograd graph: run the model under torch.no_grad()")
-    grading.check_value(got, reference_evaluate(copy.deepcopy(model), batches), "evaluate(model, batches)", rtol=1e-4, atol=1e-5)
+    grading.check_value(got, expected, "evaluate(model, batches)", rtol=1e-4, atol=1e-5)
+    grading.check_value(model.state_dict(), before, "the model's weights after evaluate (it must not change them)", rtol=0.0, atol=0.0)
+    grading.check_true(all(p.grad is None for p in model.parameters()), "evaluate left gradients in the model")
+    grading.check_true(model.training == was_training, f"the model came in {'training' if was_training else 'eval'} mode and left in {'training' if model.training else 'eval'} mode: restore its mode at the end")
 
 
 # Dropout 0.5, and the model arrives in training mode: without model.eval() the logits are noisy.
@@ -248,6 +279,10 @@ print("OK evaluate: 2 batches of 4 and 3 examples")
 model = randomize(BertForSequenceClassification(config), seed=8, scale=0.6).train()
 check_evaluate(model, [make_batch(config, 1, 5, seed=9), make_batch(config, 6, 12, seed=10), make_batch(config, 2, 7, seed=11, pad=False)])
 print("OK evaluate: batches of 1, 6 and 2 examples")
+# A model that comes in eval mode stays there; a single batch of one example.
+model = randomize(BertForSequenceClassification(config), seed=12).eval()
+check_evaluate(model, [make_batch(config, 1, 6, seed=13)])
+print("OK evaluate: eval mode kept, one batch of one")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=outro

@@ -6,6 +6,7 @@
 
 
 # %% wrong head: regression compares (B, 1) logits with (B,) labels (broadcasts to (B, B))
+# names: (B, 1) logits against (B,) labels
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
     if logits.shape[1] == 1:
@@ -14,6 +15,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: softmax before the cross-entropy (a second softmax inside it)
+# names: a softmax before the cross-entropy
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
     if logits.shape[1] == 1:
@@ -22,6 +24,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: forgets the bias
+# names: the bias left out
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T
     if logits.shape[1] == 1:
@@ -42,6 +45,60 @@ def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
     kind = "regression" if logits.shape[1] == 1 else "single_label_classification"
     return logits, sequence_classification_loss(logits, labels, kind)
+
+
+# %% wrong head: log of the softmax in two steps (-inf for a confident mistake)
+# names: the log of the softmax, computed in two steps
+def classifier_head(pooled, weight, bias, labels):
+    logits = pooled @ weight.T + bias
+    if logits.shape[1] == 1:
+        return logits, F.mse_loss(logits[:, 0], labels.to(logits.dtype))
+    probs = torch.softmax(logits, -1)
+    return logits, -torch.log(probs[torch.arange(len(labels)), labels]).mean()
+
+
+# %% wrong head: the sum over the batch, not the mean
+# names: the sum of the losses instead of their mean
+def classifier_head(pooled, weight, bias, labels):
+    logits = pooled @ weight.T + bias
+    if logits.shape[1] == 1:
+        return logits, ((logits[:, 0] - labels.to(logits.dtype)) ** 2).sum()
+    return logits, F.cross_entropy(logits, labels, reduction="sum")
+
+
+# %% wrong head: float32 everywhere (.float() on the inputs), whatever the dtype of pooled
+def classifier_head(pooled, weight, bias, labels):
+    logits = pooled.float() @ weight.float().T + bias.float()
+    if logits.shape[1] == 1:
+        return logits, F.mse_loss(logits[:, 0], labels.float())
+    return logits, F.cross_entropy(logits, labels)
+
+
+# %% wrong head: regression labels cast to the class-id dtype (long), so 0.7 becomes 0
+def classifier_head(pooled, weight, bias, labels):
+    logits = pooled @ weight.T + bias
+    if logits.shape[1] == 1:
+        return logits, F.mse_loss(logits[:, 0], labels.long().to(logits.dtype))
+    return logits, F.cross_entropy(logits, labels)
+
+
+# %% wrong head: normalises the pooled vectors in place (modifies the input)
+def classifier_head(pooled, weight, bias, labels):
+    pooled /= pooled.norm(dim=-1, keepdim=True).clamp(
+        min=1.0
+    )  # a no-op for tanh outputs < 1? not always
+    logits = pooled @ weight.T + bias
+    if logits.shape[1] == 1:
+        return logits, F.mse_loss(logits[:, 0], labels.to(logits.dtype))
+    return logits, F.cross_entropy(logits, labels)
+
+
+# %% alternative head: nn.functional.linear, log_softmax and nll_loss; the squared error in the labels' view
+def classifier_head(pooled, weight, bias, labels):
+    logits = F.linear(pooled, weight, bias)
+    if logits.shape[-1] == 1:
+        return logits, F.mse_loss(logits, labels.view(-1, 1).to(logits.dtype))
+    return logits, F.nll_loss(F.log_softmax(logits, dim=-1), labels)
 
 
 # %% alternative head: log-softmax and a gather; the squared error written out
@@ -101,6 +158,44 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     with torch.no_grad():
         for p in model.parameters():
             p -= lr * p.grad
+    return loss.item()
+
+
+# %% wrong step: never sets training mode (a model that arrives in eval mode keeps dropout off)
+def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
+    model.zero_grad()
+    loss = model(**batch).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad
+    return loss.item()
+
+
+# %% wrong step: zero_grad after backward (the gradients are gone before the update)
+def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
+    model.train()
+    loss = model(**batch).loss
+    loss.backward()
+    model.zero_grad(set_to_none=False)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad
+    return loss.item()
+
+
+# %% wrong step: clips after the update (the step used the unclipped gradient)
+def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
+    model.train()
+    model.zero_grad()
+    loss = model(**batch).loss
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
     return loss.item()
 
 
@@ -171,6 +266,63 @@ def evaluate(model, batches):
         "logits": logits,
         "loss": sum(losses) / len(losses),
         "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+    }
+
+
+# %% wrong eval: never restores training mode (the caller's training loop goes on without dropout)
+def evaluate(model, batches):
+    model.eval()
+    logits, labels = [], []
+    with torch.no_grad():
+        for batch in batches:
+            logits.append(
+                model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
+            )
+            labels.append(batch["labels"])
+    logits, labels = torch.cat(logits), torch.cat(labels)
+    return {
+        "logits": logits,
+        "loss": F.cross_entropy(logits, labels).item(),
+        "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+    }
+
+
+# %% wrong eval: model.train() at the end, even for a model that came in eval mode
+def evaluate(model, batches):
+    model.eval()
+    logits, labels = [], []
+    with torch.no_grad():
+        for batch in batches:
+            logits.append(
+                model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
+            )
+            labels.append(batch["labels"])
+    model.train()
+    logits, labels = torch.cat(logits), torch.cat(labels)
+    return {
+        "logits": logits,
+        "loss": F.cross_entropy(logits, labels).item(),
+        "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+    }
+
+
+# %% wrong eval: the accuracy's mean over batches (batches of different sizes)
+def evaluate(model, batches):
+    was_training = model.training
+    model.eval()
+    logits, labels, accs = [], [], []
+    with torch.no_grad():
+        for batch in batches:
+            z = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
+            logits.append(z)
+            labels.append(batch["labels"])
+            accs.append((z.argmax(-1) == batch["labels"]).float().mean().item())
+    model.train(was_training)
+    logits, labels = torch.cat(logits), torch.cat(labels)
+    return {
+        "logits": logits,
+        "loss": F.cross_entropy(logits, labels).item(),
+        "accuracy": sum(accs) / len(accs),
     }
 
 
