@@ -74,6 +74,20 @@ grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forb
 # no head dimension, float64, a large head size where the scaling matters most
 q, k, v = (grading.randn(3, 6, 64, seed=s, dtype=torch.float64) for s in (7, 8, 9))
 grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="sdpa")
+# scores in the thousands: the softmax must stay finite (no NaN from exp overflow)
+q, k, v = (grading.randn(2, 4, 8, seed=s, scale=100.0) for s in (10, 11, 12))
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="sdpa")
+# half precision in, half precision out
+for dtype in (torch.bfloat16, torch.float16):
+    q, k, v = (grading.randn(2, 2, 5, 8, seed=s, dtype=dtype) for s in (13, 14, 15))
+    grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="sdpa")
+# a row whose keys are all masked gets uniform weights (the bias is finite), and the inputs are unchanged
+bias = extended_attention_mask(torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0]]))
+q, k, v = (grading.randn(2, 3, 4, 8, seed=s) for s in (16, 17, 18))
+before = [t.clone() for t in (q, k, v)]
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa", mistakes="sdpa")
+grading.run(scaled_dot_product_attention, q, k, v, bias, forbid="sdpa")
+grading.check_true(all(torch.equal(a, b) for a, b in zip((q, k, v), before)), "scaled_dot_product_attention modified its inputs", hint="use out-of-place operations (q / x, not q /= x)")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=split_text

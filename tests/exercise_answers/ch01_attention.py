@@ -101,6 +101,35 @@ def self_attention(module, hidden_states, bias=None):
     return scaled_dot_product_attention(q, k, v, bias)[0]
 
 
+# %% wrong sdpa: softmax by hand without subtracting the row maximum (exp overflows)
+def scaled_dot_product_attention(q, k, v, bias=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    e = scores.exp()
+    probs = e / e.sum(dim=-1, keepdim=True)
+    return probs @ v, probs
+
+
+# %% wrong sdpa: scales q in place (the caller's queries change)
+def scaled_dot_product_attention(q, k, v, bias=None):
+    q /= math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-2, -1)
+    if bias is not None:
+        scores = scores + bias
+    probs = torch.softmax(scores, dim=-1)
+    return probs @ v, probs
+
+
+# %% wrong sdpa: computes in float32 for stability and forgets to cast back
+def scaled_dot_product_attention(q, k, v, bias=None):
+    scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias.float()
+    probs = torch.softmax(scores, dim=-1)
+    return probs @ v.float(), probs
+
+
 # %% alternative sdpa: einsum, and masked scores added in place
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = torch.einsum("...id,...jd->...ij", q, k) * q.shape[-1] ** -0.5
