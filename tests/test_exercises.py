@@ -288,6 +288,42 @@ KNOWN_MISTAKES += [
 ]
 
 
+def _catalogues() -> dict[str, list]:
+    import importlib
+    import pkgutil
+
+    from bertcourse.grading import catalogues, mistakes
+
+    found = {f"mistakes:{k}": v for k, v in mistakes.CATALOGUE.items()}
+    for info in pkgutil.iter_modules(catalogues.__path__):
+        module = importlib.import_module(f"bertcourse.grading.catalogues.{info.name}")
+        found.update({f"{info.name}:{k}": v for k, v in module.CATALOGUE.items()})
+    return found
+
+
+def test_every_known_mistake_links_a_section_of_the_book():
+    """A mistake's feedback names "chapter N, 'Section'": that section must exist (a heading of
+    book/chNN_*.md that starts with the name; $, backslashes and backticks ignored)."""
+    where = re.compile(r"chapter (\d+), '(.*?)'(?= \(|$)")
+    clean = lambda text: re.sub(r"[$\\`]", "", text)  # noqa: E731
+    problems = []
+    for key, catalogue in _catalogues().items():
+        for mistake in catalogue:
+            match = where.match(mistake.where)
+            if not match:
+                problems.append(f"{key}: {mistake.where!r} is not \"chapter N, 'Section'\"")
+                continue
+            (page,) = (ROOT / "book").glob(f"ch{int(match.group(1)):02d}_*.md")
+            headings = [
+                clean(line.lstrip("#").strip())
+                for line in page.read_text().splitlines()
+                if line.startswith("## ") or line.startswith("### ")
+            ]
+            if not any(h.startswith(clean(match.group(2))) for h in headings):
+                problems.append(f"{key}: no section {match.group(2)!r} in {page.name}")
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.parametrize("assignment, label, mistake", KNOWN_MISTAKES)
 def test_feedback_names_the_mistake(assignment, label, mistake):
     """The wrong answer fails its part, and the first line of the message names its mistake

@@ -94,9 +94,9 @@ def _half_up(x: float) -> int:
     return math.floor(x + 0.5)
 
 
-SDPA_DIM = "chapter 1, 'Scaled dot-product attention' (why sqrt(d_k))"
-MASKS = "chapter 2, 'The additive bias' (the dtype's minimum, not -10000 or -inf)"
-LOSS = "chapter 4, 'The mean over labelled positions'"
+SDPA_DIM = "chapter 1, 'Scaled dot-product attention'"
+MASKS = "chapter 2, 'Which constant?' (the dtype's minimum, not -10000 or -inf)"
+LOSS = "chapter 4, 'The MLM loss is a mean over the chosen positions'"
 
 CATALOGUE: dict[str, list[Mistake]] = {
     "sdpa": [
@@ -136,7 +136,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
         Mistake(
             "an inverted mask (the padding kept, the tokens masked)",
             "attention_mask is 1 for a token and 0 for padding; the bias is 0 where it is 1",
-            "chapter 2, 'One convention'",
+            "chapter 2, 'From padding to an additive bias'",
             lambda mask, dtype=torch.float32: _bias(mask, dtype, torch.finfo(dtype).min, True),
         ),
     ],
@@ -144,7 +144,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
         Mistake(
             "an inverted mask (1 = padding)",
             "the convention is 1 for a token and 0 for padding",
-            "chapter 2, 'One convention'",
+            "chapter 2, 'From padding to an additive bias'",
             lambda ids, pad_token_id=0: (ids == pad_token_id).long(),
         ),
     ],
@@ -153,7 +153,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "nn.MultiheadAttention's polarity (True = ignore)",
             "for F.scaled_dot_product_attention a boolean mask's True means *may attend*; "
             "nn.MultiheadAttention's key_padding_mask uses the opposite",
-            "chapter 2, 'Two boolean polarities'",
+            "chapter 2, 'Boolean masks: two opposite conventions'",
             lambda mask: (mask == 0)[:, None, None, :],
         ),
     ],
@@ -161,13 +161,13 @@ CATALOGUE: dict[str, list[Mistake]] = {
         Mistake(
             "int() truncation instead of rounding",
             "the original rounds n x 0.15 (round half to even in Python 3), it does not truncate",
-            "chapter 3, 'How many positions'",
+            "chapter 3, 'The two rules'",
             lambda n, prob=0.15, cap=20: min(cap, max(1, int(n * prob))),
         ),
         Mistake(
             "halves rounded up instead of to even",
             "Python 3's round() sends 2.5 to 2: the original's counts follow it",
-            "chapter 3, 'How many positions'",
+            "chapter 3, 'The two rules'",
             lambda n, prob=0.15, cap=20: min(cap, max(1, _half_up(n * prob))),
         ),
     ],
@@ -201,7 +201,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
         Mistake(
             "the gradient not divided by the number of labelled items",
             "the loss is a mean, so each item's gradient carries 1/N",
-            "chapter 4, 'The gradient by hand'",
+            "chapter 4, 'The gradient is p - y'",
             lambda logits, targets, ignore_index=-100: _ce_grad(
                 logits, targets, ignore_index, lambda keep: 1.0
             ),
@@ -209,7 +209,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
         Mistake(
             "the gradient divided by every item, ignored ones included",
             "N counts the labelled items only",
-            "chapter 4, 'The gradient by hand'",
+            "chapter 4, 'The gradient is p - y'",
             lambda logits, targets, ignore_index=-100: _ce_grad(
                 logits, targets, ignore_index, lambda keep: keep.numel()
             ),
@@ -217,7 +217,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
         Mistake(
             "the opposite sign (one_hot - softmax)",
             "the gradient of the loss is softmax - one_hot; descent subtracts it",
-            "chapter 4, 'The gradient by hand'",
+            "chapter 4, 'The gradient is p - y'",
             lambda logits, targets, ignore_index=-100: (
                 -_ce_grad(logits, targets, ignore_index, lambda keep: keep.sum())
             ),
@@ -227,19 +227,19 @@ CATALOGUE: dict[str, list[Mistake]] = {
         Mistake(
             "no bias correction",
             "that is the original BERT optimizer, not Adam: the first steps are too small",
-            "chapter 6, 'Bias correction'",
+            "chapter 6, 'What bias correction does'",
             lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correction_t=0, **h),
         ),
         Mistake(
             "bias correction with t - 1",
             "at step t (1 for the first) the moments are divided by 1 - beta^t",
-            "chapter 6, 'Bias correction'",
+            "chapter 6, 'What bias correction does'",
             lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correction_t=t - 1, **h),
         ),
         Mistake(
             "bias correction with t + 1",
             "at step t (1 for the first) the moments are divided by 1 - beta^t",
-            "chapter 6, 'Bias correction'",
+            "chapter 6, 'What bias correction does'",
             lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correction_t=t + 1, **h),
         ),
     ],
@@ -247,7 +247,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
         Mistake(
             "warm-up one step early ((step + 1) / warmup_steps)",
             "the first update uses step 0, so its rate is 0 during warm-up (LambdaLR's order)",
-            "chapter 6, 'The schedule in a training loop'",
+            "chapter 6, 'The schedule: warmup, then linear decay'",
             lambda step, *, warmup_steps, total_steps: (
                 (step + 1) / warmup_steps
                 if step < warmup_steps
@@ -257,7 +257,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
         Mistake(
             "the decay over all total_steps (the original's formula)",
             "transformers' schedule decays over the steps after warm-up, total - warmup",
-            "chapter 6, 'Two schedules'",
+            "chapter 6, 'The schedule: warmup, then linear decay'",
             lambda step, *, warmup_steps, total_steps: (
                 step / warmup_steps if step < warmup_steps else max(0.0, 1 - step / total_steps)
             ),
@@ -268,7 +268,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "L2 regularisation instead of decoupled weight decay",
             "AdamW subtracts lr x weight_decay x param outside the adaptive step; adding "
             "weight_decay x param to the gradient is Adam with L2",
-            "chapter 6, 'Decoupled weight decay'",
+            "chapter 6, 'BERT's optimizer: decoupled weight decay without bias correction'",
             lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, l2=True, **h),
         ),
     ],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bertcourse.grading.mistakes import Mistake, _adam_step
 
-ORIGINAL = "chapter 6, 'The original BERT optimizer'"
+ORIGINAL = "chapter 6, 'BERT's optimizer: decoupled weight decay without bias correction'"
 
 
 def _original(p, g, m, v, t, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, **wrong):

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from bertcourse.grading.mistakes import Mistake
 
-HEAD = "chapter 7, 'The pre-training heads'"
+HEAD = "chapter 7, 'The forward pass, stage by stage'"
 
 
 def _head(head, hidden_states, act="erf", transform=True, bias=True, eps=None):
