@@ -20,6 +20,7 @@
 # Everything here is plain Python: strings, lists of strings, lists of ints.
 
 # %% [code] id=setup
+import functools
 import random
 import unicodedata
 
@@ -49,11 +50,8 @@ FORBID = (
 VOCAB = sorted(tk.load_bert_uncased().vocab)  # the 30,522 pieces of bert-base-uncased
 
 
-def unicode_sample(per_category, seed):
-    """Up to `per_category` characters of every Unicode general category (Lu, Mn, Po, Sm, Cc,
-    Zs...), drawn at random. Left out: the few hundred characters on which this Python's
-    Unicode 14.0 tables and tokenizers' Unicode 8.0 tables disagree (see `tk.char_category`),
-    and surrogates."""
+@functools.cache
+def _characters_by_category():
     by_category = {}
     for cp in range(0x30000):
         char = chr(cp)
@@ -63,8 +61,18 @@ def unicode_sample(per_category, seed):
         if char == tk._NOT_DECOMPOSED or 0x2B820 <= cp <= 0x2B91F:  # see bertcourse.tokenization
             continue
         by_category.setdefault(category, []).append(char)
+    return by_category
+
+
+def unicode_sample(per_category, seed):
+    """Up to `per_category` characters of every Unicode general category (Lu, Mn, Po, Sm, Cc,
+    Zs...), drawn at random. Left out: the few hundred characters on which this Python's
+    Unicode 14.0 tables and tokenizers' Unicode 8.0 tables disagree (see `tk.char_category`),
+    and surrogates."""
+    by_category = _characters_by_category()
     rng = random.Random(seed)
     return [c for cat in sorted(by_category) for c in rng.sample(by_category[cat], min(per_category, len(by_category[cat])))]
+
 
 # %% [markdown] id=split_text
 # ## Part 1: split off punctuation (2 points)
