@@ -450,3 +450,47 @@ def test_the_course_solutions_are_clean() -> None:
             code.machinery(),
             code.dynamic(),
         )
+
+
+@pytest.mark.parametrize(
+    "message, shown, hidden",
+    [
+        (
+            "basic_tokenize(text='ΟΔΟΣ ΟΔΟΣ.') returned a wrong result: expected ['οδος']",
+            "basic_tokenize(text=",
+            ["ΟΔΟΣ", "οδος"],
+        ),
+        (
+            "num_predictions(seq_len=37, masked_lm_prob=0.15) returned 6: This is what halves rounded up gives",
+            "halves rounded up",
+            ["37", "0.15"],
+        ),
+        (
+            "pair(ids_a=[101, 7592], ids_b=list of 9 int, max_length=12) failed",
+            "list of 9 int",
+            ["7592", "12"],
+        ),
+        (
+            "sdpa(q=Tensor(2, 3, 4) float32) returned a wrong result: got 0.5",
+            "Tensor(2, 3, 4) float32",
+            ["0.5"],
+        ),
+    ],
+)
+def test_a_hidden_failure_shows_the_call_but_no_input_value(message, shown, hidden) -> None:
+    from bertcourse.grade.referee import _hidden_message
+
+    text = _hidden_message(grading.GradingError(message))
+    assert shown in text, text
+    assert not any(value in text for value in hidden), text
+
+
+def test_a_modules_train_or_eval_mode_comes_back_after_a_call() -> None:
+    """A function that leaves a module (or one submodule) in another mode is seen doing so."""
+    module = BertSelfAttention(BertConfig.tiny(hidden_size=16, num_attention_heads=4)).train()
+    kernel_side = codec.decode(codec.encode({"m": module}), "kernel")["m"]
+    kernel_side.eval()
+    kernel_side.query.train()
+    after = codec.decode(codec.encode(kernel_side, side="kernel"), "referee")
+    remote.mirror(module, after)
+    assert not module.training and module.query.training and not module.key.training

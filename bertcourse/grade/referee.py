@@ -214,10 +214,20 @@ class Referee:
         return TestOutcome(True, "", _cap(out.getvalue()))
 
 
+_HIDDEN_VALUES = (
+    (re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""), "'…'"),  # string literals
+    (re.compile(r"\[[^\[\]]*\]"), "[…]"),  # lists of plain values
+    (re.compile(r"(?<==)-?\d[\d.e+-]*"), "…"),  # a number given as an argument
+)
+
+
 def _hidden_message(error: Exception) -> str:
+    """The first line of a hidden test's failure: the call, its shapes and the mistake's name;
+    never an input value (strings, lists, numbers) or an expected or obtained value."""
     first = str(error).splitlines()[0] if str(error) else type(error).__name__
-    # the call and its shapes are fine to show; expected and obtained values are not
     first = re.sub(r"(expected|got|observed).*$", r"\1 ... (hidden)", first)
+    for pattern, mark in _HIDDEN_VALUES:
+        first = pattern.sub(mark, first)
     return f"a hidden test failed: {first[:300]}"
 
 

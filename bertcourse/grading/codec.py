@@ -18,7 +18,8 @@ Tags (a JSON object with one `$tag` key; any other object is an error):
     {"$config": {...}}                a bertcourse BertConfig (referee -> kernel only)
     {"$module": class, "config": {...}, "state": {...}, "grads": {...}, "training": bool}
                                       a bertcourse nn.Module (referee -> kernel only)
-    {"$module_state": {...}, "grads": {...}}   a module after a call (kernel -> referee)
+    {"$module_state": {...}, "grads": {...}, "training": {submodule: bool}}
+                                      a module after a call (kernel -> referee)
     {"$optimizer": class, "param_refs": [[module index, name], ...], "state_dict": ...}
                                       an optimizer over parameters of module arguments
     {"$functional_step": class}       `grading.functional_step(class)` (for use_reference)
@@ -83,6 +84,7 @@ class ModuleState:
 
     state: dict[str, Tensor]
     grads: dict[str, Tensor]
+    training: dict[str, bool] = dataclasses.field(default_factory=dict)  # submodule -> mode
 
 
 @dataclasses.dataclass
@@ -171,7 +173,8 @@ class _Encoder:
         state = {k: self.value(v) for k, v in m.state_dict(keep_vars=False).items()}
         grads = {k: self.value(p.grad) for k, p in m.named_parameters() if p.grad is not None}
         if self.side == "kernel":
-            return {"$module_state": state, "grads": grads}
+            training = {name: sub.training for name, sub in m.named_modules()}
+            return {"$module_state": state, "grads": grads, "training": training}
         config = getattr(m, "config", None)
         if not _is_config(config):
             raise CodecError(
@@ -303,8 +306,16 @@ class _Decoder:
                 raise CodecError(f"invalid random.Random state: {error}") from None
             return r
         if tag == "$module_state":
+            modes = node.get("training", {})
+            training = (
+                {str(k): v for k, v in modes.items() if isinstance(v, bool)}
+                if isinstance(modes, dict)
+                else {}
+            )
             return ModuleState(
-                self._tensor_dict(body, depth), self._tensor_dict(node.get("grads", {}), depth)
+                self._tensor_dict(body, depth),
+                self._tensor_dict(node.get("grads", {}), depth),
+                training,
             )
         if tag == "$optimizer_state":
             return OptimizerState(self.value(body, depth + 1))

@@ -166,6 +166,9 @@ def mirror(local: Any, after: Any) -> Any:
             grad = after.grads.get(key)
             ok = isinstance(grad, Tensor) and grad.shape == param.shape
             param.grad = grad.to(param.dtype).clone() if ok else None
+        for name, sub in local.named_modules():  # train/eval mode, as the call left it
+            if name in after.training:
+                sub.training = after.training[name]
         return local
     if isinstance(local, torch.optim.Optimizer) and isinstance(after, codec.OptimizerState):
         try:
