@@ -6,6 +6,7 @@
 
 
 # %% wrong pair: segment B's type starts at the [SEP] after A
+# names: segment B's token type starting at the [SEP]
 def make_pair(tokens_a, tokens_b, cls_id=CLS_ID, sep_id=SEP_ID):
     input_ids = [cls_id, *tokens_a, sep_id, *tokens_b, sep_id]
     return input_ids, [0] * (len(tokens_a) + 1) + [1] * (len(tokens_b) + 2)
@@ -56,6 +57,7 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 
 # %% wrong pairs: inverted labels (1 = B follows A)
+# names: NSP labels inverted
 def nsp_pairs(documents, rng):
     pairs = []
     for d, document in enumerate(documents):
@@ -69,6 +71,7 @@ def nsp_pairs(documents, rng):
 
 
 # %% wrong pairs: the random B may come from A's own document
+# names: a random B from A's own document
 def nsp_pairs(documents, rng):
     pairs = []
     for d, document in enumerate(documents):
@@ -106,9 +109,191 @@ def nsp_loss_and_accuracy(logits, labels):
 
 
 # %% wrong loss: a sigmoid on column 1 (binary cross-entropy), not the 2-way softmax
+# names: a sigmoid on column 1
 def nsp_loss_and_accuracy(logits, labels):
     loss = F.binary_cross_entropy_with_logits(logits[:, 1], labels.float())
     return loss, (logits.argmax(dim=-1) == labels).float().mean()
+
+
+# %% wrong truncate: cuts the caller's lists in place (no copy)
+def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
+    a, b = tokens_a, tokens_b
+    while len(a) + len(b) > max_num_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+    return a, b
+
+
+# %% wrong truncate: removes from the front when the draw is >= 0.5 (ends exchanged)
+def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
+    a, b = list(tokens_a), list(tokens_b)
+    while len(a) + len(b) > max_num_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng.random() >= 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+    return a, b
+
+
+# %% wrong pairs: the module's random instead of the rng given
+def nsp_pairs(documents, rng):
+    pairs = []
+    for d, document in enumerate(documents):
+        for i in range(len(document) - 1):
+            if random.random() < 0.5:
+                other = random.choice([j for j in range(len(documents)) if j != d])
+                pairs.append((document[i], random.choice(documents[other]), NOT_NEXT))
+            else:
+                pairs.append((document[i], document[i + 1], IS_NEXT))
+    return pairs
+
+
+# %% wrong pairs: a generator of its own, seeded once (the same pairs for every rng)
+def nsp_pairs(documents, rng):
+    rng = random.Random(0)
+    pairs = []
+    for d, document in enumerate(documents):
+        for i in range(len(document) - 1):
+            if rng.random() < 0.5:
+                other = rng.choice([j for j in range(len(documents)) if j != d])
+                pairs.append((document[i], rng.choice(documents[other]), NOT_NEXT))
+            else:
+                pairs.append((document[i], document[i + 1], IS_NEXT))
+    return pairs
+
+
+# %% wrong loss: labels inverted (1 - labels)
+# names: NSP labels inverted
+def nsp_loss_and_accuracy(logits, labels):
+    targets = 1 - labels
+    loss = -torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).mean()
+    return loss, (logits.argmax(dim=-1) == targets).float().mean()
+
+
+# %% wrong loss: log of the softmax (inf for confident logits)
+def nsp_loss_and_accuracy(logits, labels):
+    loss = -torch.log(torch.softmax(logits, dim=-1)).gather(1, labels[:, None]).mean()
+    return loss, (logits.argmax(dim=-1) == labels).float().mean()
+
+
+# %% wrong loss: computed in float32 and returned in float32 for half-precision logits
+def nsp_loss_and_accuracy(logits, labels):
+    loss = -torch.log_softmax(logits.float(), dim=-1).gather(1, labels[:, None]).mean()
+    return loss, (logits.argmax(dim=-1) == labels).float().mean()
+
+
+# %% wrong loss: squeeze() of the picked log-probabilities, then mean over the wrong axis
+def nsp_loss_and_accuracy(logits, labels):
+    picked = torch.log_softmax(logits, dim=-1).gather(1, labels[:, None]).squeeze()
+    loss = -picked.sum() / logits.shape[1]
+    return loss, (logits.argmax(dim=-1) == labels).float().mean()
+
+
+# %% wrong sop: labels inverted (1 = in order)
+# names: SOP labels inverted
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    out = []
+    for document in documents:
+        for a, b in zip(document[:-1], document[1:]):
+            if rng.random() < 0.5:
+                out.append(([cls_id, *b, sep_id, *a, sep_id], [0] * (len(b) + 2) + [1] * (len(a) + 1), 0))
+            else:
+                out.append(([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), 1))
+    return out
+
+
+# %% wrong sop: the negative's B drawn from another document (NSP, not SOP)
+# names: a random B from another document
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    out = []
+    for d, document in enumerate(documents):
+        for a, b in zip(document[:-1], document[1:]):
+            label = 0
+            if rng.random() < 0.5:
+                other = rng.choice([j for j in range(len(documents)) if j != d] or [d])
+                b, label = rng.choice(documents[other]), 1
+            out.append(([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), label))
+    return out
+
+
+# %% wrong sop: the negative reverses the tokens instead of swapping the sentences
+# names: the tokens reversed instead of the segments swapped
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    out = []
+    for document in documents:
+        for a, b in zip(document[:-1], document[1:]):
+            label = 0
+            if rng.random() < 0.5:
+                a, b, label = b[::-1], a[::-1], 1
+            out.append(([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), label))
+    return out
+
+
+# %% wrong sop: the token types travel with the sentences when they are swapped
+# names: token types that follow the sentences
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    out = []
+    for document in documents:
+        for a, b in zip(document[:-1], document[1:]):
+            ids_a, types_a = [cls_id, *a, sep_id], [0] * (len(a) + 2)
+            ids_b, types_b = [*b, sep_id], [1] * (len(b) + 1)
+            if rng.random() < 0.5:
+                out.append(([cls_id, *b, sep_id, *a, sep_id], [0] + types_b + [0] * (len(a) + 1), 1))
+            else:
+                out.append((ids_a + ids_b, types_a + types_b, 0))
+    return out
+
+
+# %% wrong sop: swaps the two sentences inside the document (modifies the input, and the next pair)
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    out = []
+    for document in documents:
+        for i in range(len(document) - 1):
+            label = 0
+            if rng.random() < 0.5:
+                document[i], document[i + 1] = document[i + 1], document[i]
+                label = 1
+            a, b = document[i], document[i + 1]
+            out.append(([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), label))
+    return out
+
+
+# %% wrong sop: a generator of its own (the same pairs for every rng)
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    own = random.Random(1234)
+    out = []
+    for document in documents:
+        for a, b in zip(document[:-1], document[1:]):
+            label = int(own.random() < 0.5)
+            first, second = (b, a) if label else (a, b)
+            out.append(([cls_id, *first, sep_id, *second, sep_id], [0] * (len(first) + 2) + [1] * (len(second) + 1), label))
+    return out
+
+
+# %% wrong sop: swaps a quarter of the pairs (rng.random() < 0.25)
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    out = []
+    for document in documents:
+        for a, b in zip(document[:-1], document[1:]):
+            label = int(rng.random() < 0.25)
+            first, second = (b, a) if label else (a, b)
+            out.append(([cls_id, *first, sep_id, *second, sep_id], [0] * (len(first) + 2) + [1] * (len(second) + 1), label))
+    return out
+
+
+# %% wrong sop: the default [CLS]/[SEP] ids used whatever ids are given
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    out = []
+    for document in documents:
+        for a, b in zip(document[:-1], document[1:]):
+            label = int(rng.random() < 0.5)
+            first, second = (b, a) if label else (a, b)
+            out.append(([CLS_ID, *first, SEP_ID, *second, SEP_ID], [0] * (len(first) + 2) + [1] * (len(second) + 1), label))
+    return out
 
 
 # %% alternative pair: built in a loop, typed by a flag
@@ -156,3 +341,24 @@ def nsp_loss_and_accuracy(logits, labels):
         labels
     )
     return loss, accuracy
+
+
+# %% alternative sop: one coin per pair with getrandbits, tuples, make_pair-like helper
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    def encode(first, second):
+        return [cls_id] + list(first) + [sep_id] + list(second) + [sep_id], [0] * (len(first) + 2) + [1] * (len(second) + 1)
+
+    result = []
+    for document in documents:
+        for i in range(1, len(document)):
+            swap = rng.getrandbits(1)
+            pair = (document[i], document[i - 1]) if swap else (document[i - 1], document[i])
+            result.append((*encode(*pair), int(swap)))
+    return result
+
+
+# %% alternative loss: float64 internally, cast back to the logits' dtype
+def nsp_loss_and_accuracy(logits, labels):
+    log_probs = torch.log_softmax(logits.double(), dim=-1)
+    loss = -log_probs[torch.arange(labels.shape[0]), labels].mean()
+    return loss.to(logits.dtype), float((logits.argmax(-1) == labels).sum()) / labels.numel()

@@ -1,0 +1,157 @@
+"""Known mistakes of chapter 5 (next-sentence and sentence-order prediction).
+
+The sampling parts draw at random, so their checks recognise a mistake by a property of the
+output (every label the other way round, a negative whose first segment is still A) and use
+these entries for the message; `compute` gives the mistake with the solution's own draws.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from bertcourse.config import CLS_ID, SEP_ID
+from bertcourse.grading.mistakes import Mistake
+
+LABEL = "chapter 5, 'Common mistakes'"
+TYPES = "chapter 5, 'Token types'"
+SOP = "chapter 5, 'Sentence-order prediction falls to chance'"
+LOSS = "chapter 5, 'From [CLS] to the loss'"
+
+Documents = Sequence[Sequence[Sequence[int]]]
+
+
+def _pair(a, b, cls_id=CLS_ID, sep_id=SEP_ID, *, b_type_from_sep: bool = False):
+    ids = [cls_id, *a, sep_id, *b, sep_id]
+    if b_type_from_sep:
+        return ids, [0] * (len(a) + 1) + [1] * (len(b) + 2)
+    return ids, [0] * (len(a) + 2) + [1] * (len(b) + 1)
+
+
+def _nsp_pairs(documents: Documents, rng: random.Random, *, inverted: bool = False) -> list:
+    """The solution's nsp_pairs (same draws), with its labels inverted."""
+    pairs = []
+    for d, document in enumerate(documents):
+        for i in range(len(document) - 1):
+            if rng.random() < 0.5:
+                other = rng.randrange(len(documents) - 1)
+                other += other >= d
+                b = documents[other][rng.randrange(len(documents[other]))]
+                pairs.append((document[i], b, 0 if inverted else 1))
+            else:
+                pairs.append((document[i], document[i + 1], 1 if inverted else 0))
+    return pairs
+
+
+def _sop_pairs(
+    documents: Documents,
+    rng: random.Random,
+    cls_id: int = CLS_ID,
+    sep_id: int = SEP_ID,
+    *,
+    wrong: str = "",
+) -> list:
+    """The solution's sop_pairs (same draws) with one mistake (`wrong`)."""
+    examples = []
+    for document in documents:
+        for a, b in zip(document[:-1], document[1:]):
+            a, b = list(a), list(b)
+            swap = rng.random() < 0.5
+            label = int(swap) if wrong != "inverted" else int(not swap)
+            if not swap:
+                examples.append((*_pair(a, b, cls_id, sep_id), label))
+            elif wrong == "reversed":
+                examples.append((*_pair(b[::-1], a[::-1], cls_id, sep_id), label))
+            elif wrong == "types":
+                ids = [cls_id, *b, sep_id, *a, sep_id]
+                examples.append((ids, [0] + [1] * (len(b) + 1) + [0] * (len(a) + 1), label))
+            else:
+                examples.append((*_pair(b, a, cls_id, sep_id), label))
+    return examples
+
+
+def _nsp_loss(logits: Tensor, labels: Tensor, *, inverted: bool = False, bce: bool = False):
+    targets = 1 - labels if inverted else labels
+    if bce:
+        loss = F.binary_cross_entropy_with_logits(logits[:, 1], labels.to(logits.dtype))
+    else:
+        loss = -torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).mean()
+    return loss, (logits.argmax(dim=-1) == targets).float().mean()
+
+
+CATALOGUE: dict[str, list[Mistake]] = {
+    "pair": [
+        Mistake(
+            "segment B's token type starting at the [SEP] after A",
+            "the [SEP] that closes A belongs to segment A (type 0); type 1 starts at B's first "
+            "token",
+            TYPES,
+            lambda a, b, cls_id=CLS_ID, sep_id=SEP_ID: _pair(
+                a, b, cls_id, sep_id, b_type_from_sep=True
+            ),  # fmt: skip
+        ),
+    ],
+    "nsp_pairs": [
+        Mistake(
+            "NSP labels inverted (1 = B follows A)",
+            "BERT, its original release and transformers label a true continuation 0 (IS_NEXT) "
+            "and a random B 1 (NOT_NEXT)",
+            LABEL,
+            lambda documents, rng: _nsp_pairs(documents, rng, inverted=True),
+        ),
+        Mistake(
+            "a random B from A's own document",
+            "a NOT_NEXT segment B is drawn from another document: redraw while the document is "
+            "A's own",
+            "chapter 5, 'Pairs from a real corpus'",
+            lambda documents, rng: None,
+        ),
+    ],
+    "sop_pairs": [
+        Mistake(
+            "SOP labels inverted (1 = in order)",
+            "ALBERT's sentence_order_label is 0 for the original order and 1 for the swapped pair",
+            SOP,
+            lambda *args: _sop_pairs(*args, wrong="inverted"),
+        ),
+        Mistake(
+            "a random B from another document (NSP, not SOP)",
+            "a sentence-order negative is the same two consecutive sentences in swapped order, "
+            "both from A's document",
+            SOP,
+            lambda *args: None,
+        ),
+        Mistake(
+            "the tokens reversed instead of the segments swapped",
+            "the negative keeps each sentence's own word order and only exchanges the two "
+            "sentences",
+            SOP,
+            lambda *args: _sop_pairs(*args, wrong="reversed"),
+        ),
+        Mistake(
+            "token types that follow the sentences, not the positions",
+            "the token type marks the position: 0 for the first segment, 1 for the second, "
+            "whichever sentence is there",
+            TYPES,
+            lambda *args: _sop_pairs(*args, wrong="types"),
+        ),
+    ],
+    "loss": [
+        Mistake(
+            "NSP labels inverted (1 = B follows A)",
+            "column 0 of the NSP logits scores IS_NEXT: label 0 means B follows A",
+            LABEL,
+            lambda logits, labels: _nsp_loss(logits, labels, inverted=True),
+        ),
+        Mistake(
+            "a sigmoid on column 1 (binary cross-entropy) instead of the 2-way softmax",
+            "BERT's NSP head has two logits and a 2-way cross-entropy over them",
+            LOSS,
+            lambda logits, labels: _nsp_loss(logits, labels, bce=True),
+        ),
+    ],
+}
