@@ -494,3 +494,9 @@ def test_a_modules_train_or_eval_mode_comes_back_after_a_call() -> None:
     after = codec.decode(codec.encode(kernel_side, side="kernel"), "referee")
     remote.mirror(module, after)
     assert not module.training and module.query.training and not module.key.training
+
+
+def test_a_set_crosses_the_boundary_and_an_unhashable_one_is_refused() -> None:
+    assert codec.decode(codec.encode({"ids": {102, 101}}), "kernel")["ids"] == {101, 102}
+    with pytest.raises(codec.CodecError, match="not hashable"):
+        codec.decode(_message({"$set": [[1, 2]]}), "kernel")

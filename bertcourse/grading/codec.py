@@ -13,6 +13,7 @@ Tags (a JSON object with one `$tag` key; any other object is an error):
     {"$float": "nan" | "inf" | "-inf"} a float JSON cannot write
     {"$tensor": name, "requires_grad": bool}
     {"$dtype": "float16"}
+    {"$set": [...]}                   a set (of hashable values)
     {"$generator": name}              a torch.Generator, by its state tensor
     {"$random": [version, [ints], gauss]}   a random.Random, by its state
     {"$config": {...}}                a bertcourse BertConfig (referee -> kernel only)
@@ -134,6 +135,8 @@ class _Encoder:
             return {"$tensor": self.tensor(x), "requires_grad": bool(x.requires_grad)}
         if isinstance(x, torch.dtype):
             return {"$dtype": str(x).removeprefix("torch.")}
+        if isinstance(x, (set, frozenset)):
+            return {"$set": [self.value(v, depth + 1) for v in sorted(x, key=repr)]}
         if isinstance(x, torch.Generator):
             return {"$generator": self.tensor(x.get_state())}
         if isinstance(x, random.Random):
@@ -284,6 +287,12 @@ class _Decoder:
                     raise CodecError("a dict key is not hashable") from None
                 out[key] = self.value(item[1], depth + 1)
             return out
+        if tag == "$set" and isinstance(body, list):
+            items = [self.value(v, depth + 1) for v in body]
+            try:
+                return set(items)
+            except TypeError:
+                raise CodecError("a set item is not hashable") from None
         if tag == "$float" and body in ("nan", "inf", "-inf"):
             return float(body)
         if tag == "$tensor":

@@ -47,13 +47,13 @@ def make_batch(batch_size, length, seed, padded_rows=0):
 #
 # Each token that is not special is chosen **independently** with probability
 # $p$ = `mlm_probability` (0.15 in BERT): $\text{chosen}_{b,i} \sim \text{Bernoulli}(p)$.
-# Special tokens (`[CLS]`, `[SEP]`, `[PAD]`, ... given as `special_token_ids`) are never
-# chosen. The number chosen per sequence therefore varies from batch to batch (it can be 0).
+# Special tokens (`[CLS]`, `[SEP]`, `[PAD]`, ... given as `special_token_ids`, a list, tuple or
+# set of ids) are never chosen. The number chosen per sequence therefore varies from batch to batch (it can be 0).
 #
 # Write `choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None)`
 # returning a `(B, L)` `torch.bool` tensor, True at the chosen positions.
 #
-# *Hint:* `torch.isin(input_ids, torch.tensor(special_token_ids))` marks the special tokens;
+# *Hint:* `torch.isin(input_ids, torch.tensor(list(special_token_ids)))` marks the special tokens;
 # `torch.bernoulli` of a tensor of probabilities, or `torch.rand(...) < p`.
 
 # %% [solution] id=choose
@@ -67,26 +67,26 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 # %% [tests] id=choose_tests points=2
 ids = make_batch(64, 128, seed=0, padded_rows=16)
-special = torch.isin(ids, torch.tensor(SPECIAL_IDS))
+is_special = torch.isin(ids, torch.tensor(SPECIAL_IDS))
 chosen = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(0), forbid="mlm")
 grading.check_tensor(chosen, shape=ids.shape, dtype=torch.bool, what="choose_positions(...)")
-grading.check_true(not chosen[special].any(), "a special token ([CLS], [SEP], [PAD]) was chosen")
-grading.check_proportion(chosen[~special].sum(), (~special).sum(), 0.15, "share of the ordinary tokens chosen")
+grading.check_true(not chosen[is_special].any(), "a special token ([CLS], [SEP], [PAD]) was chosen")
+grading.check_proportion(chosen[~is_special].sum(), (~is_special).sum(), 0.15, "share of the ordinary tokens chosen")
 again = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(0), forbid="mlm")
 grading.check_true(torch.equal(chosen, again), "the same generator seed gave another choice", hint="draw with generator=generator")
 print("OK choose_positions")
 ### BEGIN HIDDEN TESTS
 ids = make_batch(64, 128, seed=1)  # every row has the same number n of ordinary tokens
-special = torch.isin(ids, torch.tensor(SPECIAL_IDS))
+is_special = torch.isin(ids, torch.tensor(SPECIAL_IDS))
 chosen = grading.run(choose_positions, ids, SPECIAL_IDS, 0.3, generator=torch.Generator().manual_seed(1), forbid="mlm")
-grading.check_proportion(chosen[~special].sum(), (~special).sum(), 0.3, "share chosen with mlm_probability=0.3")
+grading.check_proportion(chosen[~is_special].sum(), (~is_special).sum(), 0.3, "share chosen with mlm_probability=0.3")
 # independent draws: the count per row varies with variance n p (1 - p); a fixed count per row has none.
 # The sample variance of 64 rows has a relative standard error of sqrt(2 / 63) = 0.18: 0.3 is 4 of them below 1.
-n = int((~special[0]).sum())
+n = int((~is_special[0]).sum())
 variance = chosen.sum(dim=1).double().var().item()
 grading.check_true(variance > 0.3 * n * 0.3 * 0.7, f"the number chosen per row hardly varies (variance {variance:.2f}, expected about {n * 0.21:.1f}): are the tokens chosen independently?")
-chosen = grading.run(choose_positions, ids, [CLS_ID, SEP_ID], 1.0, generator=torch.Generator().manual_seed(2), forbid="mlm")
-grading.check_value(chosen, ~torch.isin(ids, torch.tensor([CLS_ID, SEP_ID])), "choice with mlm_probability=1 and special ids [CLS], [SEP]")
+chosen = grading.run(choose_positions, ids, {CLS_ID, SEP_ID}, 1.0, generator=torch.Generator().manual_seed(2), forbid="mlm")
+grading.check_value(chosen, ~torch.isin(ids, torch.tensor([CLS_ID, SEP_ID])), "choice with mlm_probability=1 and special ids {[CLS], [SEP]} (a set)")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=replace_text

@@ -119,7 +119,8 @@ grading.check_value(out[~dropped], clean[~dropped] / 0.5, "the kept values in tr
 # - `layer.intermediate.dense`: $W_1$ (H → I); the activation is GELU, exact (erf) form;
 # - `layer.output.dense`, `.dropout`, `.layer_norm`: $W_2$ (I → H), the dropout, $\mathrm{LN}_2$.
 #
-# Return $h''$, shape `(B, L, H)`. (Many later models use "pre-LN", $h + f(\mathrm{LN}(h))$;
+# Return $h''$, shape `(B, L, H)`. In training mode the two dropouts are active (the hidden tests
+# check it); in evaluation mode they do nothing. (Many later models use "pre-LN", $h + f(\mathrm{LN}(h))$;
 # BERT does not.)
 
 # %% [solution] id=layer
@@ -146,6 +147,12 @@ bias = extended_attention_mask(torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]))
 grading.check_close(encoder_layer, reference_layer, layer, x, bias, forbid="layer")
 layer = randomize(BertLayer(small_config(hidden_size=24, num_attention_heads=3, intermediate_size=40)), seed=3)
 grading.check_close(encoder_layer, reference_layer, layer, grading.randn(3, 9, 24, seed=4, scale=3.0), forbid="layer")
+# training mode with dropout 1 - 1e-9: every dropout zeroes its input (that one of the ~1,000
+# values survives has a chance of about 1e-6), so the result is h' = LN1(h), h'' = LN2(h'):
+# deterministic, and it shows whether both dropouts are in their places
+ALMOST_ALL = 1.0 - 1e-9
+dropping = randomize(BertLayer(small_config(hidden_dropout_prob=ALMOST_ALL, attention_probs_dropout_prob=ALMOST_ALL)), seed=5).train()
+grading.check_close(encoder_layer, reference_layer, dropping, grading.randn(2, 5, 32, seed=6), forbid="layer")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=mlm_head_text

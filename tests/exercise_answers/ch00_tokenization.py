@@ -124,9 +124,7 @@ def basic_tokenize(text):
 # names: no lowercasing
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text))
-    text = "".join(
-        c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"
-    )
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
     return [piece for word in text.split() for piece in split_on_punctuation(word)]
 
 
@@ -134,9 +132,7 @@ def basic_tokenize(text):
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text))
     text = "".join(
-        c
-        for c in unicodedata.normalize("NFD", text)
-        if not unicodedata.category(c).startswith("M")
+        c for c in unicodedata.normalize("NFD", text) if not unicodedata.category(c).startswith("M")
     )
     text = "".join(c.lower() for c in text)
     return [piece for word in text.split() for piece in split_on_punctuation(word)]

@@ -74,7 +74,16 @@ def replace_chosen(
 
 
 # %% wrong replace: seed 002's per-row split, int(n * 0.8) [MASK] and int(n * 0.1) random ids
-def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace_prob=0.8, random_replace_prob=0.1, generator=None):
+def replace_chosen(
+    input_ids,
+    chosen,
+    *,
+    vocab_size,
+    mask_token_id,
+    mask_replace_prob=0.8,
+    random_replace_prob=0.1,
+    generator=None,
+):
     labels = input_ids.long().masked_fill(~chosen, IGNORE_INDEX)
     masked = input_ids.clone()
     for b in range(input_ids.shape[0]):
@@ -89,7 +98,16 @@ def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace
 
 
 # %% wrong replace: the statement's formula without its edge (divides by zero when mask_replace_prob = 1)
-def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace_prob=0.8, random_replace_prob=0.1, generator=None):
+def replace_chosen(
+    input_ids,
+    chosen,
+    *,
+    vocab_size,
+    mask_token_id,
+    mask_replace_prob=0.8,
+    random_replace_prob=0.1,
+    generator=None,
+):
     labels = input_ids.long().masked_fill(~chosen, IGNORE_INDEX)
     masked = input_ids.clone()
     to_mask = (torch.rand(input_ids.shape, generator=generator) < mask_replace_prob) & chosen
@@ -101,7 +119,16 @@ def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace
 
 
 # %% wrong replace: the global torch generator instead of the argument (not reproducible)
-def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace_prob=0.8, random_replace_prob=0.1, generator=None):
+def replace_chosen(
+    input_ids,
+    chosen,
+    *,
+    vocab_size,
+    mask_token_id,
+    mask_replace_prob=0.8,
+    random_replace_prob=0.1,
+    generator=None,
+):
     labels = input_ids.long().masked_fill(~chosen, IGNORE_INDEX)
     masked = input_ids.clone()
     u = torch.rand(input_ids.shape)
@@ -112,14 +139,25 @@ def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace
 
 
 # %% alternative replace: the statement's two steps, with the edge handled by a guard
-def replace_chosen(input_ids, chosen, *, vocab_size, mask_token_id, mask_replace_prob=0.8, random_replace_prob=0.1, generator=None):
+def replace_chosen(
+    input_ids,
+    chosen,
+    *,
+    vocab_size,
+    mask_token_id,
+    mask_replace_prob=0.8,
+    random_replace_prob=0.1,
+    generator=None,
+):
     labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX)).long()
     masked = input_ids.clone()
     to_mask = (torch.rand(input_ids.shape, generator=generator) < mask_replace_prob) & chosen
     masked[to_mask] = mask_token_id
     if mask_replace_prob < 1.0:
         p_random = random_replace_prob / (1.0 - mask_replace_prob)
-        to_random = (torch.rand(input_ids.shape, generator=generator) < p_random) & chosen & ~to_mask
+        to_random = (
+            (torch.rand(input_ids.shape, generator=generator) < p_random) & chosen & ~to_mask
+        )
         ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
         masked = torch.where(to_random, ids, masked)
     return masked, labels

@@ -141,7 +141,9 @@ def polynomial_decay_with_warmup(step, *, warmup_steps, total_steps, power=1.0):
 
 # %% wrong bert_adam: bias correction kept (torch's AdamW with the original's eps)
 # names: bias correction (that is torch's AdamW
-def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+def bert_adam_step(
+    param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
+):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
     v = beta2 * v + (1 - beta2) * grad * grad
@@ -151,7 +153,9 @@ def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-
 
 # %% wrong bert_adam: eps defaults to torch's 1e-8
 # names: eps = 1e-8
-def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+def bert_adam_step(
+    param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01
+):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
     v = beta2 * v + (1 - beta2) * grad * grad
@@ -160,7 +164,9 @@ def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-
 
 # %% wrong bert_adam: the decay added to the gradient (L2)
 # names: L2 regularisation
-def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+def bert_adam_step(
+    param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
+):
     beta1, beta2 = betas
     grad = grad + weight_decay * param
     m = beta1 * m + (1 - beta1) * grad
@@ -170,7 +176,9 @@ def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-
 
 # %% wrong bert_adam: the decay subtracted without the learning rate
 # names: the decay not multiplied by the learning rate
-def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+def bert_adam_step(
+    param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
+):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
     v = beta2 * v + (1 - beta2) * grad * grad
@@ -178,7 +186,9 @@ def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-
 
 
 # %% wrong bert_adam: eps inside the square root
-def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+def bert_adam_step(
+    param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
+):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
     v = beta2 * v + (1 - beta2) * grad * grad
@@ -186,7 +196,9 @@ def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-
 
 
 # %% alternative bert_adam: AdamW's form, the decay first, then the update
-def bert_adam_step(param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+def bert_adam_step(
+    param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
+):
     b1, b2 = betas
     m = torch.lerp(grad, m, b1)  # b1 * m + (1 - b1) * grad
     v = torch.addcmul(v * b2, grad, grad, value=1 - b2)
@@ -200,8 +212,16 @@ def bert_param_groups(model, weight_decay):
     for name, p in model.named_parameters():
         (no_decay if ("bias" in name or "LayerNorm" in name) else decay).append((name, p))
     return [
-        {"params": [p for _, p in decay], "param_names": [n for n, _ in decay], "weight_decay": weight_decay},
-        {"params": [p for _, p in no_decay], "param_names": [n for n, _ in no_decay], "weight_decay": 0.0},
+        {
+            "params": [p for _, p in decay],
+            "param_names": [n for n, _ in decay],
+            "weight_decay": weight_decay,
+        },
+        {
+            "params": [p for _, p in no_decay],
+            "param_names": [n for n, _ in no_decay],
+            "weight_decay": 0.0,
+        },
     ]
 
 
@@ -223,8 +243,16 @@ def bert_param_groups(model, weight_decay):
         skip = "bias" in name or "norm" in name or "embeddings" in name
         (no_decay if skip else decay).append((name, p))
     return [
-        {"params": [p for _, p in decay], "param_names": [n for n, _ in decay], "weight_decay": weight_decay},
-        {"params": [p for _, p in no_decay], "param_names": [n for n, _ in no_decay], "weight_decay": 0.0},
+        {
+            "params": [p for _, p in decay],
+            "param_names": [n for n, _ in decay],
+            "weight_decay": weight_decay,
+        },
+        {
+            "params": [p for _, p in no_decay],
+            "param_names": [n for n, _ in no_decay],
+            "weight_decay": 0.0,
+        },
     ]
 
 
@@ -235,7 +263,11 @@ def bert_param_groups(model, weight_decay):
     for decayed in (True, False):
         chosen = [(n, p) for n, p in named if (p.ndim >= 2) == decayed]
         groups.append(
-            {"params": [p for _, p in chosen], "param_names": [n for n, _ in chosen], "weight_decay": weight_decay if decayed else 0.0}
+            {
+                "params": [p for _, p in chosen],
+                "param_names": [n for n, _ in chosen],
+                "weight_decay": weight_decay if decayed else 0.0,
+            }
         )
     return groups
 
@@ -243,7 +275,10 @@ def bert_param_groups(model, weight_decay):
 # %% wrong loop: scheduler.step() before optimizer.step() (the schedule one step early)
 def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_linear_decay(s, warmup_steps=warmup_steps, total_steps=total_steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda s: warmup_linear_decay(s, warmup_steps=warmup_steps, total_steps=total_steps),
+    )
     used = []
     for batch in batches:
         model(**batch).loss.backward()
@@ -273,7 +308,10 @@ def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
 # %% wrong loop: no zero_grad (gradients accumulate over the steps)
 def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_linear_decay(s, warmup_steps=warmup_steps, total_steps=total_steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda s: warmup_linear_decay(s, warmup_steps=warmup_steps, total_steps=total_steps),
+    )
     used = []
     for batch in batches:
         used.append(optimizer.param_groups[0]["lr"])
@@ -289,7 +327,9 @@ def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
     used = []
     for step, batch in enumerate(batches):
         for group in optimizer.param_groups:
-            group["lr"] = lr * warmup_linear_decay(step, warmup_steps=warmup_steps, total_steps=total_steps)
+            group["lr"] = lr * warmup_linear_decay(
+                step, warmup_steps=warmup_steps, total_steps=total_steps
+            )
         used.append(optimizer.param_groups[0]["lr"])
         optimizer.zero_grad(set_to_none=True)
         model(**batch).loss.backward()

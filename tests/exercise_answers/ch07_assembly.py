@@ -139,14 +139,16 @@ def encoder_layer(layer, hidden_states, bias=None):
     def norm(module, x):
         return F.layer_norm(x, module.normalized_shape, module.weight, module.bias, module.eps)
 
+    def dropout(module, x):
+        return F.dropout(x, p=module.p, training=layer.training)
+
     context = layer.attention.self_attn(hidden_states, bias)[0]
-    h = norm(
-        layer.attention.output.layer_norm,
-        hidden_states + linear(layer.attention.output.dense, context),
-    )
+    out = layer.attention.output
+    h = norm(out.layer_norm, hidden_states + dropout(out.dropout, linear(out.dense, context)))
     z = linear(layer.intermediate.dense, h)
     gelu = 0.5 * z * (1 + torch.erf(z / 2**0.5))
-    return norm(layer.output.layer_norm, h + linear(layer.output.dense, gelu))
+    ffn = dropout(layer.output.dropout, linear(layer.output.dense, gelu))
+    return norm(layer.output.layer_norm, h + ffn)
 
 
 # %% alternative count: sums of module sizes
@@ -236,19 +238,25 @@ def nsp_logits(model, sequence_output):
 
 
 # %% wrong forward: the padding mask ignored
-def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
     h = embed(model.bert.embeddings, input_ids, token_type_ids)
     for layer in model.bert.encoder.layer:
         h = encoder_layer(layer, h, None)
     prediction_logits = mlm_head(model.cls.predictions, h)
     seq_logits = nsp_logits(model, h)
     V = prediction_logits.shape[-1]
-    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(seq_logits, next_sentence_label)
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(
+        seq_logits, next_sentence_label
+    )
     return prediction_logits, seq_logits, loss
 
 
 # %% wrong forward: the mask's polarity inverted (attends to the padding only)
-def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
     h = embed(model.bert.embeddings, input_ids, token_type_ids)
     bias = extended_attention_mask(1 - attention_mask, h.dtype)
     for layer in model.bert.encoder.layer:
@@ -256,12 +264,16 @@ def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels
     prediction_logits = mlm_head(model.cls.predictions, h)
     seq_logits = nsp_logits(model, h)
     V = prediction_logits.shape[-1]
-    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(seq_logits, next_sentence_label)
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(
+        seq_logits, next_sentence_label
+    )
     return prediction_logits, seq_logits, loss
 
 
 # %% wrong forward: the MLM loss averaged over every position (ignored ones as 0)
-def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
     h = embed(model.bert.embeddings, input_ids, token_type_ids)
     bias = extended_attention_mask(attention_mask, h.dtype)
     for layer in model.bert.encoder.layer:
@@ -269,25 +281,38 @@ def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels
     prediction_logits = mlm_head(model.cls.predictions, h)
     seq_logits = nsp_logits(model, h)
     V = prediction_logits.shape[-1]
-    mlm = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1), reduction="sum") / labels.numel()
+    mlm = (
+        F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1), reduction="sum")
+        / labels.numel()
+    )
     return prediction_logits, seq_logits, mlm + F.cross_entropy(seq_logits, next_sentence_label)
 
 
 # %% wrong forward: only the first layer
-def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
     h = embed(model.bert.embeddings, input_ids, token_type_ids)
-    h = encoder_layer(model.bert.encoder.layer[0], h, extended_attention_mask(attention_mask, h.dtype))
+    h = encoder_layer(
+        model.bert.encoder.layer[0], h, extended_attention_mask(attention_mask, h.dtype)
+    )
     prediction_logits = mlm_head(model.cls.predictions, h)
     seq_logits = nsp_logits(model, h)
     V = prediction_logits.shape[-1]
-    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(seq_logits, next_sentence_label)
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(
+        seq_logits, next_sentence_label
+    )
     return prediction_logits, seq_logits, loss
 
 
 # %% alternative forward: the mask as a boolean where(), the loss gathered at the labelled positions
-def pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
     h = embed(model.bert.embeddings, input_ids, token_type_ids)
-    bias = torch.where(attention_mask[:, None, None, :].bool(), 0.0, torch.finfo(h.dtype).min).to(h.dtype)
+    bias = torch.where(attention_mask[:, None, None, :].bool(), 0.0, torch.finfo(h.dtype).min).to(
+        h.dtype
+    )
     for layer in model.bert.encoder.layer:
         h = encoder_layer(layer, h, bias)
     prediction_logits = mlm_head(model.cls.predictions, h)
@@ -306,3 +331,12 @@ def embed(embeddings, input_ids, token_type_ids):
         + embeddings.token_type_embeddings(token_type_ids)
     )
     return embeddings.layer_norm(x)
+
+
+# %% wrong layer: no dropout (right in evaluation, wrong in training)
+def encoder_layer(layer, hidden_states, bias=None):
+    context, _ = layer.attention.self_attn(hidden_states, bias)
+    out = layer.attention.output
+    h = out.layer_norm(hidden_states + out.dense(context))
+    inner = F.gelu(layer.intermediate.dense(h))
+    return layer.output.layer_norm(h + layer.output.dense(inner))
