@@ -204,8 +204,9 @@ print("OK truncate_seq_pair on 25 pairs, inputs unmodified")
 #
 # (This is the heart of the original recipe; the real one also packs several sentences into a
 # segment, see `bertcourse.nsp.create_instances_from_document`.) Draw all random numbers from
-# `rng`, a `random.Random`. Beware of the label convention: 0 means "B follows A" in both the
-# original release and transformers; some tutorials invert it.
+# `rng`, a `random.Random` (the same seed must give the same pairs, another seed other pairs),
+# and do not modify `documents`. Beware of the label convention: 0 means "B follows A" in both
+# the original release and transformers; some tutorials invert it.
 #
 # *Hint:* `rng.randrange(n)` draws an index; draw again while it is the current document.
 
