@@ -362,3 +362,15 @@ def nsp_loss_and_accuracy(logits, labels):
     log_probs = torch.log_softmax(logits.double(), dim=-1)
     loss = -log_probs[torch.arange(labels.shape[0]), labels].mean()
     return loss.to(logits.dtype), float((logits.argmax(-1) == labels).sum()) / labels.numel()
+
+
+# %% alternative sop: reuses Part 1's make_pair, coin drawn as rng.random() >= 0.5 for the positive
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    out = []
+    for document in documents:
+        for i in range(len(document) - 1):
+            if rng.random() >= 0.5:
+                out.append((*make_pair(document[i], document[i + 1], cls_id, sep_id), IS_NEXT))
+            else:
+                out.append((*make_pair(document[i + 1], document[i], cls_id, sep_id), NOT_NEXT))
+    return out
