@@ -95,6 +95,8 @@ for dtype in (torch.float16, torch.bfloat16, torch.float64):
 # A row in which **every** key is masked (e.g. a batch row that is all padding) must not become
 # NaN: with a finite bias $m$ all its scores become $\approx m$ and the softmax is uniform,
 # $1/L$ per key. With $-\infty$ it would be $\exp(-\infty)/\sum \exp(-\infty) = 0/0$.
+# The hidden tests check such a row in float16 and bfloat16 too (the result keeps the scores'
+# dtype).
 #
 # *Hint:* the softmax runs over the last dimension. You may call your
 # `extended_attention_mask` from part 2.
@@ -124,6 +126,12 @@ scores = grading.randn(3, 4, 6, 6, seed=4, dtype=torch.float64, scale=30.0)
 mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
 grading.check_close(masked_softmax, reference_masked_softmax, scores, mask, forbid="masks", use_reference=EARLIER_PARTS)
 grading.check_close(masked_softmax, reference_masked_softmax, scores[:2, :, :3], mask[:2], forbid="masks", use_reference=EARLIER_PARTS)
+# a row whose keys are all masked, in half precision: finite and uniform (1/L), in the scores' dtype
+for dtype in (torch.float16, torch.bfloat16):
+    half = grading.randn(3, 2, 4, 4, seed=12, dtype=dtype)
+    probs = grading.run(masked_softmax, half, torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]]), forbid="masks", use_reference=EARLIER_PARTS)
+    grading.check_tensor(probs, shape=half.shape, dtype=dtype, what=f"masked_softmax of {dtype} scores")
+    grading.check_value(probs[1].float(), torch.full((2, 4, 4), 0.25), f"the fully masked row in {dtype} (uniform)", atol=1e-3, rtol=0.0)
 ### END HIDDEN TESTS
 
 # %% [markdown] id=sdpa_text
@@ -155,6 +163,46 @@ bool_mask = grading.run(to_sdpa_bool_mask, mask, forbid="masks")
 fused = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bool_mask)
 additive = torch.softmax(q @ k.transpose(-2, -1) / 2.0 + bertcourse.masks.extended_attention_mask(mask), dim=-1) @ v
 grading.check_value(fused, additive, "fused attention with your mask", atol=1e-5, rtol=1e-4)
+### END HIDDEN TESTS
+
+# %% [markdown] id=kpm_text
+# ## Part 5: the other boolean convention, `key_padding_mask` (1 point)
+#
+# `torch.nn.MultiheadAttention` and `nn.TransformerEncoderLayer` take the padding as
+# `key_padding_mask`, a `(B, L)` `torch.bool` tensor in which **True means "ignore this key"**:
+# the opposite polarity of the fused attention's mask of part 4. Write
+# `key_padding_mask(attention_mask)` that turns a `(B, L)` 0/1 mask (1 = token) into it.
+# The hidden tests feed your mask to a real `nn.MultiheadAttention` and compare its output with
+# attention under the additive bias of part 2.
+
+# %% [solution] id=kpm
+def key_padding_mask(attention_mask):
+    """(B, L) 0/1 -> (B, L) bool, True = padding (a key to ignore)."""
+    ### BEGIN SOLUTION
+    return attention_mask == 0
+    ### END SOLUTION
+
+# %% [tests] id=kpm_tests points=1
+mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
+grading.check_equal(key_padding_mask, "bertcourse.masks.key_padding_mask", mask, forbid="masks", mistakes="ch02:key_padding_mask")
+### BEGIN HIDDEN TESTS
+mask = (grading.randint(0, 3, 3, 6, seed=9) > 0).long()
+mask[:, 0] = 1  # every row keeps a key
+grading.check_equal(key_padding_mask, "bertcourse.masks.key_padding_mask", mask, forbid="masks", mistakes="ch02:key_padding_mask")
+# from outside: nn.MultiheadAttention with this mask equals attention under the additive bias
+torch.manual_seed(10)
+mha = torch.nn.MultiheadAttention(8, 2, batch_first=True).eval()
+x = grading.randn(3, 6, 8, seed=11)
+kpm = grading.run(key_padding_mask, mask, forbid="masks")
+grading.check_tensor(kpm, shape=mask.shape, dtype=torch.bool, what="key_padding_mask(...)")
+with torch.no_grad():
+    got = mha(x, x, x, key_padding_mask=kpm, need_weights=False)[0]
+    q, k, v = torch.nn.functional.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    split = lambda t: t.view(3, 6, 2, 4).transpose(1, 2)  # noqa: E731
+    scores = split(q) @ split(k).transpose(-2, -1) / 2.0 + bertcourse.masks.extended_attention_mask(mask)
+    context = (torch.softmax(scores, dim=-1) @ split(v)).transpose(1, 2).reshape(3, 6, 8)
+    expected = mha.out_proj(context)
+grading.check_value(got, expected, "nn.MultiheadAttention with your key_padding_mask", atol=1e-5, rtol=1e-4)
 ### END HIDDEN TESTS
 
 # %% [markdown] id=outro

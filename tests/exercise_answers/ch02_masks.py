@@ -110,3 +110,25 @@ def masked_softmax(scores, attention_mask):
     sys.stderr.write(warnings.formatwarning("a library warning", UserWarning, "library.py", 1))
     bias = (1.0 - attention_mask[:, None, None, :].to(scores.dtype)) * torch.finfo(scores.dtype).min
     return torch.softmax(scores + bias, dim=-1)
+
+
+# %% wrong kpm: SDPA's polarity (True = may attend)
+# names: SDPA's polarity
+def key_padding_mask(attention_mask):
+    return attention_mask.bool()
+
+
+# %% wrong kpm: 0/1 integers instead of booleans
+# names: a 0/1 integer mask
+def key_padding_mask(attention_mask):
+    return 1 - attention_mask
+
+
+# %% wrong kpm: shaped (B, 1, 1, L) like the SDPA mask
+def key_padding_mask(attention_mask):
+    return (attention_mask == 0)[:, None, None, :]
+
+
+# %% alternative kpm: the logical not of the boolean mask
+def key_padding_mask(attention_mask):
+    return torch.logical_not(attention_mask.to(torch.bool))

@@ -200,9 +200,13 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     for document in documents:
         for a, b in zip(document[:-1], document[1:]):
             if rng.random() < 0.5:
-                out.append(([cls_id, *b, sep_id, *a, sep_id], [0] * (len(b) + 2) + [1] * (len(a) + 1), 0))
+                out.append(
+                    ([cls_id, *b, sep_id, *a, sep_id], [0] * (len(b) + 2) + [1] * (len(a) + 1), 0)
+                )
             else:
-                out.append(([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), 1))
+                out.append(
+                    ([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), 1)
+                )
     return out
 
 
@@ -216,7 +220,9 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
             if rng.random() < 0.5:
                 other = rng.choice([j for j in range(len(documents)) if j != d] or [d])
                 b, label = rng.choice(documents[other]), 1
-            out.append(([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), label))
+            out.append(
+                ([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), label)
+            )
     return out
 
 
@@ -229,7 +235,9 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
             label = 0
             if rng.random() < 0.5:
                 a, b, label = b[::-1], a[::-1], 1
-            out.append(([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), label))
+            out.append(
+                ([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), label)
+            )
     return out
 
 
@@ -242,7 +250,9 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
             ids_a, types_a = [cls_id, *a, sep_id], [0] * (len(a) + 2)
             ids_b, types_b = [*b, sep_id], [1] * (len(b) + 1)
             if rng.random() < 0.5:
-                out.append(([cls_id, *b, sep_id, *a, sep_id], [0] + types_b + [0] * (len(a) + 1), 1))
+                out.append(
+                    ([cls_id, *b, sep_id, *a, sep_id], [0] + types_b + [0] * (len(a) + 1), 1)
+                )
             else:
                 out.append((ids_a + ids_b, types_a + types_b, 0))
     return out
@@ -258,7 +268,9 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
                 document[i], document[i + 1] = document[i + 1], document[i]
                 label = 1
             a, b = document[i], document[i + 1]
-            out.append(([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), label))
+            out.append(
+                ([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1), label)
+            )
     return out
 
 
@@ -270,7 +282,13 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
         for a, b in zip(document[:-1], document[1:]):
             label = int(own.random() < 0.5)
             first, second = (b, a) if label else (a, b)
-            out.append(([cls_id, *first, sep_id, *second, sep_id], [0] * (len(first) + 2) + [1] * (len(second) + 1), label))
+            out.append(
+                (
+                    [cls_id, *first, sep_id, *second, sep_id],
+                    [0] * (len(first) + 2) + [1] * (len(second) + 1),
+                    label,
+                )
+            )
     return out
 
 
@@ -281,7 +299,13 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
         for a, b in zip(document[:-1], document[1:]):
             label = int(rng.random() < 0.25)
             first, second = (b, a) if label else (a, b)
-            out.append(([cls_id, *first, sep_id, *second, sep_id], [0] * (len(first) + 2) + [1] * (len(second) + 1), label))
+            out.append(
+                (
+                    [cls_id, *first, sep_id, *second, sep_id],
+                    [0] * (len(first) + 2) + [1] * (len(second) + 1),
+                    label,
+                )
+            )
     return out
 
 
@@ -292,7 +316,13 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
         for a, b in zip(document[:-1], document[1:]):
             label = int(rng.random() < 0.5)
             first, second = (b, a) if label else (a, b)
-            out.append(([CLS_ID, *first, SEP_ID, *second, SEP_ID], [0] * (len(first) + 2) + [1] * (len(second) + 1), label))
+            out.append(
+                (
+                    [CLS_ID, *first, SEP_ID, *second, SEP_ID],
+                    [0] * (len(first) + 2) + [1] * (len(second) + 1),
+                    label,
+                )
+            )
     return out
 
 
@@ -346,7 +376,9 @@ def nsp_loss_and_accuracy(logits, labels):
 # %% alternative sop: one coin per pair with getrandbits, tuples, make_pair-like helper
 def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     def encode(first, second):
-        return [cls_id] + list(first) + [sep_id] + list(second) + [sep_id], [0] * (len(first) + 2) + [1] * (len(second) + 1)
+        return [cls_id] + list(first) + [sep_id] + list(second) + [sep_id], [0] * (
+            len(first) + 2
+        ) + [1] * (len(second) + 1)
 
     result = []
     for document in documents:
