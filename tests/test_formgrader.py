@@ -14,6 +14,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +26,14 @@ sys.modules[_spec.name] = fg  # dataclasses look their module up there
 _spec.loader.exec_module(fg)
 
 A = fg.ASSIGNMENT
+
+
+def _points(notebook: Path) -> float:
+    """The points of the notebook's graded cells, read from their nbgrader metadata."""
+    nb = nbformat.read(notebook, as_version=4)
+    return float(sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells))
+
+
 STUDENTS = ["alice", "bob", "carol"]
 
 
@@ -39,12 +48,14 @@ def test_formgrader_shows_the_graded_submissions(tmp_path):
 
     log = fg.autograde(course)
     by_nbgrader = fg.gradebook_rows(course, A, notebook)
+    total = _points(course / "solutions" / A / f"{notebook}.ipynb")
+    assert total >= 5, f"{A} should have at least 5 points, its notebook has {total}"
     assert {
         s: (r.score, r.max_score, r.failed_tests, r.flagged) for s, r in by_nbgrader.items()
     } == {
-        "alice": (7.0, 7.0, False, False),
-        "bob": (0.0, 7.0, True, False),
-        "carol": (7.0, 7.0, False, False),  # nbgrader restored her test cell and says nothing
+        "alice": (total, total, False, False),
+        "bob": (0.0, total, True, False),
+        "carol": (total, total, False, False),  # nbgrader restored her test cell and says nothing
     }
     # its only trace of the edit is a warning it prints for every student of this assignment
     # (their copies lack the hidden tests), so it cannot tell carol apart
