@@ -28,6 +28,7 @@ import torch
 
 from bertcourse import grading
 from bertcourse.config import CLS_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID, SPECIAL_IDS
+from bertcourse.grading.mistakes import message, resolve
 
 VOCAB_SIZE = 30522  # bert-base-uncased
 
@@ -87,6 +88,12 @@ variance = chosen.sum(dim=1).double().var().item()
 grading.check_true(variance > 0.3 * n * 0.3 * 0.7, f"the number chosen per row hardly varies (variance {variance:.2f}, expected about {n * 0.21:.1f}): are the tokens chosen independently?")
 chosen = grading.run(choose_positions, ids, {CLS_ID, SEP_ID}, 1.0, generator=torch.Generator().manual_seed(2), forbid="mlm")
 grading.check_value(chosen, ~torch.isin(ids, torch.tensor([CLS_ID, SEP_ID])), "choice with mlm_probability=1 and special ids {[CLS], [SEP]} (a set)")
+# purity, and the generator is used: another seed gives another choice
+before = ids.clone()
+first = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(3), forbid="mlm")
+grading.check_true(torch.equal(ids, before), "choose_positions modified input_ids in place")
+other = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(4), forbid="mlm")
+grading.check_true(not torch.equal(first, other), "two generator seeds gave the same choice", hint="draw with generator=generator")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=replace_text
@@ -143,6 +150,30 @@ def few_chosen(ids, seed):
     return ranks < torch.arange(ids.shape[0])[:, None] % 7 + 1
 
 
+def known(name):
+    """The feedback of a known mistake of this part (bertcourse.grading.catalogues.ch03)."""
+    return message(next(m for m in resolve("ch03:replace") if m.name.startswith(name)))
+
+
+def name_known_mistakes(chosen, shows_mask, shows_other, p_mask, p_random):
+    """Fail with the mistake's name when the output has its signature: every row with the same
+    number n of chosen tokens got the same counts (a per-row split; checked on groups of at least
+    50 rows, where independent draws vary), or 2% random ids where 10% were asked."""
+    n_row = chosen.sum(1)
+    groups = [n_row == n for n in n_row.unique() if int((n_row == n).sum()) >= 50]
+    if 0 < p_mask < 1 and len(groups) >= 3:
+        fixed = all(
+            int(shows_mask[g].sum(1).unique().numel()) == 1 and int(shows_other[g].sum(1).unique().numel()) == 1
+            for g in groups
+        )
+        grading.check_true(not fixed, known("a per-row split"))
+    n = int(chosen.sum())
+    observed, unconditional = int(shows_other.sum()) / n, p_random * (1 - p_mask)
+    if 0 < p_mask < 1 and p_random > 0:
+        se = (unconditional * (1 - unconditional) / n) ** 0.5
+        grading.check_true(abs(observed - unconditional) > 5 * se, known("the unconditional"))
+
+
 def check_replacement(vocab_size, mask_token_id, p_mask, p_random, seed, few=False):
     """Every property of replace_chosen on one batch; `few`: 4,096 rows with 1 to 7 chosen positions.
     Each share is checked within 5 binomial standard errors: a correct answer fails one of the
@@ -168,6 +199,7 @@ def check_replacement(vocab_size, mask_token_id, p_mask, p_random, seed, few=Fal
     n = int(chosen.sum())
     shows_mask = (masked == mask_token_id) & chosen
     shows_other = (masked != ids) & (masked != mask_token_id) & chosen
+    name_known_mistakes(chosen, shows_mask, shows_other, p_mask, p_random)
     grading.check_proportion(shows_mask.sum(), n, p_mask, "share of chosen positions showing [MASK]")
     grading.check_proportion(shows_other.sum(), n, p_random, "share of chosen positions showing a random id")
     grading.check_proportion((chosen & (masked == ids)).sum(), n, 1 - p_mask - p_random, "share of chosen positions unchanged")

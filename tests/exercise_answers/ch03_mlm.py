@@ -34,6 +34,21 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
     return (torch.rand(input_ids.shape, generator=generator) < 0.15) & ~special
 
 
+# %% wrong choose: marks the chosen positions in input_ids (the caller's batch is corrupted)
+def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
+    special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
+    draw = torch.rand(input_ids.shape, generator=generator) < mlm_probability
+    input_ids[draw & ~special] = -1
+    return input_ids == -1
+
+
+# %% wrong choose: a generator of its own with a fixed seed (every seed gives the same choice)
+def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
+    generator = torch.Generator().manual_seed(0)
+    special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
+    return (torch.rand(input_ids.shape, generator=generator) < mlm_probability) & ~special
+
+
 # %% wrong replace: every chosen token becomes [MASK]
 def replace_chosen(
     input_ids,
@@ -52,6 +67,7 @@ def replace_chosen(
 
 
 # %% wrong replace: Bernoulli(0.1) in the second draw (2% random tokens instead of 10%)
+# names: the unconditional 0.1
 def replace_chosen(
     input_ids,
     chosen,
@@ -74,6 +90,7 @@ def replace_chosen(
 
 
 # %% wrong replace: seed 002's per-row split, int(n * 0.8) [MASK] and int(n * 0.1) random ids
+# names: a per-row split of the chosen tokens
 def replace_chosen(
     input_ids,
     chosen,
