@@ -21,6 +21,13 @@ def log_softmax(logits):
     return shifted - torch.log(torch.exp(shifted).sum(dim=-1, keepdim=True))
 
 
+# %% wrong log_softmax: computes in float32 and returns float32 for float16 and bfloat16 logits
+def log_softmax(logits):
+    x = logits.float()
+    shifted = x - x.amax(dim=-1, keepdim=True)
+    return shifted - torch.log(torch.exp(shifted).sum(dim=-1, keepdim=True))
+
+
 # %% wrong log_softmax: calls torch.log_softmax (forbidden)
 def log_softmax(logits):
     return logits.log_softmax(dim=-1)
@@ -157,6 +164,13 @@ def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
 def log_softmax(logits):
     m = logits.max(dim=-1, keepdim=True).values
     return logits - (m + (logits - m).exp().sum(-1, keepdim=True).log())
+
+
+# %% alternative log_softmax: half precision computed in float32, then cast back to its dtype
+def log_softmax(logits):
+    x = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    m = x.amax(dim=-1, keepdim=True)
+    return (x - m - (x - m).exp().sum(dim=-1, keepdim=True).log()).to(logits.dtype)
 
 
 # %% alternative ce: log-sum-exp minus the target logit, with torch.where and a Python count
