@@ -88,7 +88,9 @@ variance = chosen.sum(dim=1).double().var().item()
 grading.check_true(variance > 0.3 * n * 0.3 * 0.7, f"the number chosen per row hardly varies (variance {variance:.2f}, expected about {n * 0.21:.1f}): are the tokens chosen independently?")
 chosen = grading.run(choose_positions, ids, {CLS_ID, SEP_ID}, 1.0, generator=torch.Generator().manual_seed(2), forbid="mlm")
 grading.check_value(chosen, ~torch.isin(ids, torch.tensor([CLS_ID, SEP_ID])), "choice with mlm_probability=1 and special ids {[CLS], [SEP]} (a set)")
-# purity, and the generator is used: another seed gives another choice
+# purity (a fresh batch: the calls above may have changed ids already), and the generator is
+# used: another seed gives another choice
+ids = make_batch(64, 128, seed=5, padded_rows=8)
 before = ids.clone()
 first = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(3), forbid="mlm")
 grading.check_true(torch.equal(ids, before), "choose_positions modified input_ids in place")

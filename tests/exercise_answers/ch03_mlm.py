@@ -42,6 +42,13 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
     return input_ids == -1
 
 
+# %% wrong choose: excludes the special tokens by overwriting them in input_ids (idempotent, so only a fresh batch shows it)
+def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
+    special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
+    input_ids[special] = -1
+    return (torch.rand(input_ids.shape, generator=generator) < mlm_probability) & (input_ids != -1)
+
+
 # %% wrong choose: a generator of its own with a fixed seed (every seed gives the same choice)
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     generator = torch.Generator().manual_seed(0)
