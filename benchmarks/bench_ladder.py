@@ -144,8 +144,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--note", default="", help="free text stored with the results (machine load)")
     args = p.parse_args(argv)
 
+    # BERT's dropout 0.1 (the pretraining command's default is 0): a step as BERT trains it
     cfg = PretrainConfig(model=args.model, tokenizer=args.tokenizer, batch_size=args.batch_size,
-                         max_seq_length=args.max_seq_length)  # fmt: skip
+                         max_seq_length=args.max_seq_length, dropout=0.1)  # fmt: skip
     corpus, _ = load_corpus(cfg.tokenizer)
     train, _ = corpus.split(cfg.heldout_percent)
     model_config = cfg.model_config(corpus.vocab)

@@ -11,10 +11,13 @@ import torch
 from bertcourse import data
 from bertcourse.config import IGNORE_INDEX
 from bertcourse.pretrain import (
+    REFIT_MIN_STEPS,
     BatchStats,
     PretrainConfig,
     evaluate,
+    evaluate_checkpoint,
     fill_mask,
+    heldout_batches,
     load_checkpoint,
     main,
     run,
@@ -28,6 +31,8 @@ SMOKE = PretrainConfig(
     layers=1,
     hidden=64,
     heads=2,
+    dropout=0.1,  # BERT's (the default is 0): resume and same-seed tests cover its seeded noise
+    mlm_probability=0.15,  # BERT's (the default is 0.25)
     max_seq_length=48,
     batch_size=8,
     lr=2e-3,
@@ -203,6 +208,46 @@ def test_evaluate_matches_a_hand_computation(smoke_run):
     assert got["nsp_acc"] == pytest.approx(nsp_right / n_pairs)
 
 
+def test_heldout_set_is_the_same_for_every_run():
+    """Runs with other seeds, mask rates and lengths answer the same held-out questions."""
+    corpus, _ = data.load_corpus("bert")
+    _, heldout = corpus.split()
+    base = SMOKE.replace(max_seq_length=64, eval_examples=40)
+    ref = heldout_batches(heldout, base)
+    assert max(int(b["attention_mask"].sum(-1).max()) for b in ref) == 64  # cut to 64
+    for other in (dict(seed=7), dict(mlm_probability=0.4), dict(max_seq_length=128)):
+        got = heldout_batches(heldout, base.replace(**other))
+        assert len(got) == len(ref), other
+        for a, b in zip(got, ref):
+            assert a.keys() == b.keys()
+            assert all(torch.equal(a[k], b[k]) for k in a), other
+    # A run shorter than eval_seq_length is judged on pairs of its own length.
+    short = heldout_batches(heldout, base.replace(max_seq_length=32))
+    assert max(int(b["input_ids"].shape[1]) for b in short) <= 32
+    # The mask rate is BERT's 15% whatever the run trains with.
+    chosen = sum(int((b["labels"] != IGNORE_INDEX).sum()) for b in ref)
+    real = sum(int(b["attention_mask"].sum()) for b in ref) - 3 * sum(len(b["input_ids"]) for b in ref)  # fmt: skip
+    assert chosen / real == pytest.approx(0.15, abs=0.02)
+
+
+def test_evaluate_checkpoint_reproduces_the_runs_figures(smoke_run, capsys):
+    out, report = smoke_run
+    got = evaluate_checkpoint(out, with_transformers=True)
+    final = report["final_eval"]
+    for k in ("n_predictions", "n_pairs"):
+        assert got[k] == final[k]
+    for k in ("mlm_loss", "mlm_acc", "mlm_acc_at_mask", "nsp_acc"):
+        assert got[k] == pytest.approx(final[k], rel=1e-6), k
+    assert got["unigram_baseline"] == pytest.approx(report["unigram_baseline"])
+    # The same weights run by transformers score the same (an argmax tie could differ: none here).
+    for k, v in got["transformers"].items():
+        assert v == pytest.approx(final[k], abs=1e-9), k
+    main(["evaluate", str(out), "--transformers"])
+    printed = capsys.readouterr().out
+    assert f"MLM acc {final['mlm_acc']:.3f}" in printed and "pairs of <= 48 tokens" in printed
+    assert "transformers' BertForPreTraining" in printed
+
+
 def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path):
     data.load_corpus("bert")  # a cold cache would spend the budget on tokenizing
     minutes = 0.25
@@ -217,16 +262,45 @@ def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path):
     assert report["steps_done"] == n or report["stopped_by"] == "max_minutes"
     assert report["stopped_by"] in ("steps", "max_minutes")
     assert report["wall_seconds_this_run"] < 60 * minutes + 15
-    # Warm-up is 10% of the fitted steps: the LR peaks at step round(0.1 n).
+    # Warm-up is 10% of the first fit's steps (saved when the run was fitted again at its
+    # end, test below): the LR peaks there.
     lrs = [r["lr"] for r in report["history"]["train"]]
-    warm = round(0.1 * n)
+    warm = report["config"]["warmup_steps"] or round(0.1 * n)
+    if report["config"]["warmup_steps"] is None:  # no refit: the warm-up was too short
+        assert warm < REFIT_MIN_STEPS
     if report["steps_done"] > warm:
         assert lrs[warm] == pytest.approx(cfg.lr) and lrs[warm - 1] < cfg.lr
     # The timing steps were undone: the fitted run is the run with --steps n.
     k = min(report["steps_done"], 6)
     again = run(
-        cfg.replace(steps=n, max_minutes=None, stop_after=k, output_dir=str(tmp_path / "n"))
+        cfg.replace(
+            steps=n,
+            warmup_steps=report["config"]["warmup_steps"],
+            max_minutes=None,
+            stop_after=k,
+            output_dir=str(tmp_path / "n"),
+        )  # fmt: skip
     )
+    first = [r["loss"] for r in report["history"]["train"][:k]]
+    assert [r["loss"] for r in again["history"]["train"]] == first
+
+
+def test_time_fit_is_refitted_at_the_end_of_warm_up_and_stays_reproducible(tmp_path):
+    data.load_corpus("bert")
+    minutes, warm = 0.3, 25
+    cfg = SMOKE.replace(steps=None, max_minutes=minutes, warmup_steps=warm, eval_every=0, plots=False)  # fmt: skip
+    report = run(cfg.replace(output_dir=str(tmp_path / "fitted")))
+    n = report["config"]["steps"]  # the refitted number of steps, saved with the run
+    assert report["config"]["warmup_steps"] == warm and n > warm
+    assert report["stopped_by"] in ("steps", "max_minutes")
+    assert report["wall_seconds_this_run"] < 60 * minutes + 15
+    # The learning rate is exactly the schedule of (n, warm): warm-up, then linear decay to 0.
+    lrs = [r["lr"] for r in report["history"]["train"]]
+    want = [cfg.lr * min(t / warm, (n - t) / (n - warm)) for t in range(len(lrs))]
+    assert lrs == pytest.approx(want, rel=1e-12, abs=1e-15)
+    # And the run is the run of --steps n --warmup-steps warm, also past the refit.
+    k = min(report["steps_done"], warm + 8)
+    again = run(cfg.replace(steps=n, max_minutes=None, stop_after=k, output_dir=str(tmp_path / "n")))  # fmt: skip
     first = [r["loss"] for r in report["history"]["train"][:k]]
     assert [r["loss"] for r in again["history"]["train"]] == first
 
