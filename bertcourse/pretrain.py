@@ -31,8 +31,8 @@ What one run does:
    The held-out questions are the same for every run of a corpus: pairs of 64 tokens
    (``--eval-seq-length``), 15% chosen, drawn with one fixed seed, whatever the run's seed.
 2. Model: :class:`bertcourse.BertForPreTraining` (tiny, mini, base, or custom sizes).
-   Two settings differ from BERT's, because they pay in a short run (measured over three
-   seeds in ``benchmarks/RESULTS.md``): no dropout (``--dropout``, BERT: 0.1) and 25% of
+   Two settings differ from BERT's, because they pay in a short run (each measured with one
+   seed, the recipe against BERT's over three, in ``benchmarks/RESULTS.md``): no dropout (``--dropout``, BERT: 0.1) and 25% of
    the tokens chosen for prediction (``--mlm-probability``, BERT: 0.15; still 80/10/10).
 3. Optimizer: :class:`bertcourse.optim.AdamW` on :func:`bertcourse.optim.bert_param_groups`
    (no decay for LayerNorm and biases), linear warm-up then linear decay
