@@ -27,7 +27,7 @@ What one run does:
    (:func:`bertcourse.mlm.mask_tokens`). Pairs have at most 64 tokens by default (``--max-seq-length``;
    in a fixed time a small model learns more from shorter pairs and more steps, see
    ``benchmarks/RESULTS.md``). ``--packing`` puts several pairs in each row
-   (:mod:`bertcourse.packing`): no padding.
+   (:mod:`bertcourse.packing`): no padding (at 64 tokens it did not pay, see RESULTS.md).
    The held-out questions are the same for every run of a corpus: pairs of 64 tokens
    (``--eval-seq-length``), 15% chosen, drawn with one fixed seed, whatever the run's seed.
 2. Model: :class:`bertcourse.BertForPreTraining` (tiny, mini, base, or custom sizes).
@@ -181,7 +181,7 @@ class PretrainConfig:
     peak_gflops: float | None = None  # the machine's matmul peak for MFU (None: measure it)
     measure_peak: bool = True  # measure the matmul peak at the start (~1 s) to report MFU
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda"
-    bf16: bool = False  # bf16 autocast (GPU)
+    bf16: bool = False  # bf16 autocast: GPUs; on a CPU it pays only with AMX and larger models
     num_workers: int = 0  # DataLoader workers
     progress: bool = True  # tqdm bar (rank 0)
     plots: bool = True
@@ -1276,7 +1276,7 @@ def _train_parser() -> argparse.ArgumentParser:
     a("--peak-gflops", type=float, help="matmul peak for MFU (default: measured at the start)")
     a("--no-peak", dest="measure_peak", action="store_false", default=None, help="no MFU")
     a("--device", choices=["auto", "cpu", "cuda"], help="default auto")
-    a("--bf16", action="store_true", default=None, help="bf16 autocast (GPU)")
+    a("--bf16", action="store_true", default=None, help="bf16 autocast (GPU; CPU: AMX only)")
     a("--num-workers", type=int, help="DataLoader workers (default 0)")
     a("--no-progress", dest="progress", action="store_false", default=None, help="no tqdm bar")
     a("--no-plots", dest="plots", action="store_false", default=None, help="no PNG plots")

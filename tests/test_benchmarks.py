@@ -1,0 +1,51 @@
+"""The benchmark of torch.compile and bf16 autocast: it times the same model three ways."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_options  # noqa: E402
+from bench_model import build_pair, make_inputs  # noqa: E402
+
+from bertcourse.flops import bert_flops  # noqa: E402
+
+
+def test_a_way_that_computes_another_model_is_refused() -> None:
+    ours, _, config = build_pair("tiny", seed=0)
+    other, _, _ = build_pair("tiny", seed=1)  # other weights: another model
+    x = make_inputs(config, batch=2, seq=16)
+    bench_options.check_same_loss(ours, ours, x)  # the same model passes, bf16 included
+    with pytest.raises(RuntimeError, match="compile gives loss"):
+        bench_options.check_same_loss(ours, other, x)
+
+
+@pytest.mark.skipif(
+    shutil.which("g++") is None and shutil.which("c++") is None,
+    reason="torch.compile's CPU backend needs a C++ compiler",
+)
+def test_bench_options_writes_figures_that_agree_with_its_timings(tmp_path: Path) -> None:
+    out = tmp_path / "options.json"
+    threads = torch.get_num_threads()  # the benchmark sets its own; give them back after
+    bench_options.main(["--sizes", "tiny", "--repeats", "1", "--peak-repeats", "1",
+                        "--json", str(out)])  # fmt: skip
+    torch.set_num_threads(threads)
+    result = json.loads(out.read_text())
+    assert result["peaks"]["fp32"] > 0 and result["peaks"]["bf16"] > 0
+    (row,) = result["rows"]
+    config = bench_options.SIZES["tiny"]()
+    x = make_inputs(config, row["batch"], row["seq"])
+    flops = bert_flops(config, row["batch"], row["seq"], int((x.labels != -100).sum())).total
+    for mode in bench_options.MODES:
+        s = row[f"{mode}_s"]
+        assert s > 0
+        assert row[f"{mode}_speedup"] == pytest.approx(row["eager_s"] / s)
+        assert row[f"{mode}_tokens_per_s"] == pytest.approx(row["batch"] * row["seq"] / s)
+        peak = result["peaks"]["bf16" if mode == "bf16" else "fp32"]
+        assert row[f"{mode}_mfu"] == pytest.approx(flops / s / peak)
