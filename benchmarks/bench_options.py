@@ -20,7 +20,9 @@ MFU is against the fp32 matmul peak for ``eager`` and ``compile``, and against t
 matmul peak for ``bf16``, both measured at the start of the same run (best of
 ``--peak-repeats`` square products). Whether an option pays depends on the CPU: bf16 is fast
 only with native bf16 matrix units (Intel AMX, ``amx_bf16`` in ``/proc/cpuinfo``); elsewhere it
-can be slower than fp32. The flags found are printed.
+can be slower than fp32. The flags found are printed. Where torch.compile cannot build its
+kernels (no C++ compiler; a torch installed under a path with spaces), the other two ways are
+still measured and the reason is printed and saved.
 
     python benchmarks/bench_options.py                          # tiny, mini, base; ~6 min
     python benchmarks/bench_options.py --sizes mini --repeats 9 --json options.json
@@ -37,7 +39,9 @@ import time
 from pathlib import Path
 
 import torch
+from torch._dynamo.exc import BackendCompilerFailed
 from torch._dynamo.utils import counters
+from torch._inductor.exc import InductorError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_model import DEFAULT_BATCH, SIZES, build_pair, make_inputs, median_times  # noqa: E402
@@ -69,18 +73,44 @@ def _step(model: torch.nn.Module, opt: torch.optim.Optimizer, x, bf16: bool):
     return step
 
 
-def check_same_loss(model: torch.nn.Module, compiled: torch.nn.Module, x) -> None:
-    """The three ways must compute the same model: compare their losses with dropout off."""
+TOLERANCE = {"compile": 1e-4, "bf16": 2e-2}  # relative; bf16 keeps 8 bits of mantissa
+
+
+def check_same_loss(
+    model: torch.nn.Module, x, mode: str, other: torch.nn.Module | None = None
+) -> None:
+    """`mode` must compute the same model as eager fp32: their losses with dropout off agree.
+
+    other: the module that runs `mode` (the compiled model for "compile"; default `model`).
+    """
     model.eval()
     with torch.no_grad():
         eager = model(**x.kwargs()).loss.item()
-        other = {"compile": compiled(**x.kwargs()).loss.item()}
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            other["bf16"] = model(**x.kwargs()).loss.item()
-    for mode, loss in other.items():
-        tol = 1e-4 if mode == "compile" else 2e-2  # bf16 keeps 8 bits of mantissa
-        if abs(loss - eager) > tol * max(1.0, abs(eager)):
-            raise RuntimeError(f"{mode} gives loss {loss:.6f}, eager fp32 {eager:.6f}")
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bf16"):
+            loss = (model if other is None else other)(**x.kwargs()).loss.item()
+    model.train()
+    if abs(loss - eager) > TOLERANCE[mode] * max(1.0, abs(eager)):
+        raise RuntimeError(f"{mode} gives loss {loss:.6f}, eager fp32 {eager:.6f}")
+
+
+def compiled_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x):
+    """(the compiled training step, its graph breaks, None), or (None, 0, why) where
+    torch.compile cannot build its kernels here (no C++ compiler, or a torch installed under
+    a path with spaces, which Inductor's linker command splits). A compiled model that
+    computes something else is an error, not a missing option."""
+    counters.clear()
+    compiled = torch.compile(model)
+    try:
+        check_same_loss(model, x, "compile", compiled)
+        step = _step(compiled, opt, x, bf16=False)
+        step()  # the first training call compiles the forward and backward graphs
+    except (BackendCompilerFailed, InductorError) as e:
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        why = f"{type(e).__name__}: {' '.join(lines[:2])}"
+        if any(c.isspace() for c in str(Path(torch.__file__).parent)):
+            why += " (torch is installed under a path with spaces)"
+        return None, 0, why
+    return step, sum(counters["graph_break"].values()), None
 
 
 def bench_size(size: str, batch: int, seq: int, repeats: int, peaks: dict[str, float]) -> dict:
@@ -88,29 +118,32 @@ def bench_size(size: str, batch: int, seq: int, repeats: int, peaks: dict[str, f
     ours.train()
     x = make_inputs(config, batch, seq)
     opt = torch.optim.AdamW(ours.parameters(), lr=1e-4, fused=True)
-    counters.clear()
-    compiled = torch.compile(ours)
-    check_same_loss(ours, compiled, x)
-    ours.train()
-    step_compiled = _step(compiled, opt, x, bf16=False)
-    step_compiled()  # the first call compiles (forward and backward graphs)
-    graph_breaks = sum(counters["graph_break"].values())
-    steps = {
-        "eager": _step(ours, opt, x, bf16=False),
-        "compile": step_compiled,
-        "bf16": _step(ours, opt, x, bf16=True),
-    }
+    check_same_loss(ours, x, "bf16")
+    step_compiled, graph_breaks, compile_error = compiled_step(ours, opt, x)
+    steps = {"eager": _step(ours, opt, x, bf16=False), "bf16": _step(ours, opt, x, bf16=True)}
+    if step_compiled is not None:
+        steps["compile"] = step_compiled
     times = median_times(steps, repeats, warmup=1)
     flops = bert_flops(config, batch, seq, int((x.labels != -100).sum())).total
     res = {"size": size, "batch": batch, "seq": seq, "repeats": repeats}
-    res["graph_breaks"] = graph_breaks
-    for mode in MODES:
+    res["graph_breaks"], res["compile_error"] = graph_breaks, compile_error
+    for mode in (m for m in MODES if m in steps):
         s = statistics.median(times[mode])
         res[f"{mode}_s"] = s
         res[f"{mode}_tokens_per_s"] = batch * seq / s
         res[f"{mode}_mfu"] = flops / s / peaks["bf16" if mode == "bf16" else "fp32"]
         res[f"{mode}_speedup"] = res["eager_s"] / s
     return res
+
+
+def _summary(r: dict) -> str:
+    cells = [
+        f"{m} {r[f'{m}_s'] * 1e3:.0f} ms ({r[f'{m}_speedup']:.2f}x, MFU {r[f'{m}_mfu']:.0%})"
+        if f"{m}_s" in r
+        else f"{m}: not measured, {r['compile_error']}"
+        for m in MODES
+    ]
+    return " | ".join(cells) + f" | {r['graph_breaks']} graph breaks"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -138,15 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     for size in args.sizes:
         r = bench_size(size, DEFAULT_BATCH[size], args.seq, args.repeats, peaks)
         rows.append(r)
-        print(
-            f"{size:5s} {r['batch']} x {r['seq']}: "
-            + " | ".join(
-                f"{m} {r[f'{m}_s'] * 1e3:.0f} ms ({r[f'{m}_speedup']:.2f}x, MFU {r[f'{m}_mfu']:.0%})"
-                for m in MODES
-            )
-            + f" | {r['graph_breaks']} graph breaks",
-            flush=True,
-        )
+        print(f"{size:5s} {r['batch']} x {r['seq']}: {_summary(r)}", flush=True)
     if args.json:
         out = {
             "date": time.strftime("%Y-%m-%d"),

@@ -21,15 +21,12 @@ def test_a_way_that_computes_another_model_is_refused() -> None:
     ours, _, config = build_pair("tiny", seed=0)
     other, _, _ = build_pair("tiny", seed=1)  # other weights: another model
     x = make_inputs(config, batch=2, seq=16)
-    bench_options.check_same_loss(ours, ours, x)  # the same model passes, bf16 included
+    bench_options.check_same_loss(ours, x, "compile", ours)  # the same model passes
+    bench_options.check_same_loss(ours, x, "bf16")  # and so does bf16, within its rounding
     with pytest.raises(RuntimeError, match="compile gives loss"):
-        bench_options.check_same_loss(ours, other, x)
+        bench_options.check_same_loss(ours, x, "compile", other)
 
 
-@pytest.mark.skipif(
-    shutil.which("g++") is None and shutil.which("c++") is None,
-    reason="torch.compile's CPU backend needs a C++ compiler",
-)
 def test_bench_options_writes_figures_that_agree_with_its_timings(tmp_path: Path) -> None:
     out = tmp_path / "options.json"
     threads = torch.get_num_threads()  # the benchmark sets its own; give them back after
@@ -42,7 +39,14 @@ def test_bench_options_writes_figures_that_agree_with_its_timings(tmp_path: Path
     config = bench_options.SIZES["tiny"]()
     x = make_inputs(config, row["batch"], row["seq"])
     flops = bert_flops(config, row["batch"], row["seq"], int((x.labels != -100).sum())).total
-    for mode in bench_options.MODES:
+    # torch.compile needs a C++ compiler, and Inductor's linker command breaks on a torch
+    # installed under a path with spaces: there the benchmark must say so and go on.
+    can_compile = (shutil.which("g++") or shutil.which("c++")) and not any(
+        c.isspace() for c in str(Path(torch.__file__).parent)
+    )
+    measured = ["eager", "bf16"] + (["compile"] if can_compile else [])
+    assert (row["compile_error"] is None) == bool(can_compile), row["compile_error"]
+    for mode in measured:
         s = row[f"{mode}_s"]
         assert s > 0
         assert row[f"{mode}_speedup"] == pytest.approx(row["eager_s"] / s)
