@@ -24,7 +24,7 @@ can be slower than fp32. The flags found are printed. Where torch.compile cannot
 kernels (no C++ compiler; a torch installed under a path with spaces), the other two ways are
 still measured and the reason is printed and saved.
 
-    python benchmarks/bench_options.py                          # tiny, mini, base; ~6 min
+    python benchmarks/bench_options.py                          # tiny, mini, base; ~3 min
     python benchmarks/bench_options.py --sizes mini --repeats 9 --json options.json
 """
 

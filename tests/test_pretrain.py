@@ -4,6 +4,7 @@ exact resume from a checkpoint, fill-mask, the unigram baseline, and the command
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -285,13 +286,19 @@ def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path):
     assert [r["loss"] for r in again["history"]["train"]] == first
 
 
-def test_time_fit_is_refitted_at_the_end_of_warm_up_and_stays_reproducible(tmp_path):
+def test_time_fit_is_refitted_at_the_end_of_warm_up_and_stays_reproducible(tmp_path, capsys):
     data.load_corpus("bert")
     minutes, warm = 0.3, 25
     cfg = SMOKE.replace(steps=None, max_minutes=minutes, warmup_steps=warm, eval_every=0, plots=False)  # fmt: skip
     report = run(cfg.replace(output_dir=str(tmp_path / "fitted")))
     n = report["config"]["steps"]  # the refitted number of steps, saved with the run
     assert report["config"]["warmup_steps"] == warm and n > warm
+    # The refit happened at the end of warm-up, and what it printed is what was saved.
+    log = capsys.readouterr().err
+    refit = re.search(r"fitted again at the end of warm-up: .* \(mean of (\d+)\) -> \d+ "
+                      r"becomes (\d+) steps \(reproduce with --steps (\d+) --warmup-steps (\d+)\)", log)  # fmt: skip
+    assert refit, log
+    assert [int(g) for g in refit.groups()] == [warm, n, n, warm]
     assert report["stopped_by"] in ("steps", "max_minutes")
     assert report["wall_seconds_this_run"] < 60 * minutes + 15
     # The learning rate is exactly the schedule of (n, warm): warm-up, then linear decay to 0.
