@@ -22,6 +22,12 @@ Two recipes, both here:
   `create_pretraining_data.py`. Exactly `round(0.15 * len)` positions (at most 20) of one
   sequence, drawn once when the training files are written (10 copies with different masks).
 
+Both can mask **whole words** (`word_ids=`): all the tokens of a word are chosen together, as
+Chinese BERT-wwm does with words from a segmenter (Chinese has one token per character and no
+spaces, so the "##" rule of the original finds no words). Word boundaries come the way
+`tokenizers` gives them (`Encoding.word_ids`): a word is a run of consecutive tokens that carry
+the same word id; special tokens carry `None` (lists) or -1 (tensors) and are never chosen.
+
 Shape legend:
     B  batch size    L  sequence length    V  vocabulary size (30,522 for bert-base-uncased)
 """
@@ -92,6 +98,100 @@ def _allowed_random_ids(vocab_size: int, specials: set[int]) -> list[int]:
     return allowed
 
 
+# --- word boundaries -----------------------------------------------------------------------
+
+NO_WORD = -1
+"""The word id of a token that belongs to no word ([CLS], [SEP], padding) in a tensor of ids."""
+
+
+def _check_word_id_tensor(word_ids: Tensor, input_ids: Tensor) -> Tensor:
+    """`word_ids` as a (B, L) int64 tensor on the device of `input_ids`, or a clear error."""
+    if not isinstance(word_ids, Tensor) or torch.is_floating_point(word_ids):
+        raise TypeError(
+            "word_ids must be an integer torch.Tensor shaped like input_ids, with -1 where a "
+            f"token belongs to no word (special tokens), got {type(word_ids).__name__}"
+        )
+    if word_ids.shape != input_ids.shape:
+        raise ValueError(
+            f"word_ids has shape {tuple(word_ids.shape)} but input_ids has shape "
+            f"{tuple(input_ids.shape)}: give one word id per token"
+        )
+    if word_ids.numel() > 0 and int(word_ids.min()) < NO_WORD:
+        raise ValueError(
+            f"word_ids holds {int(word_ids.min())}: word ids are >= 0, or -1 for no word"
+        )
+    return word_ids.to(device=input_ids.device, dtype=torch.long)
+
+
+def word_starts(word_ids: Tensor) -> Tensor:
+    """(..., L) bool: True at the first token of each word (a run of equal ids >= 0).
+
+    A token starts a word when it has a word id and the token before it has another one (or
+    none): ids are compared with the left neighbour only, so a pair encoding whose second
+    sentence numbers its words from 0 again still has distinct words.
+    """
+    previous = torch.full_like(word_ids, NO_WORD)
+    previous[..., 1:] = word_ids[..., :-1]
+    return (word_ids != NO_WORD) & (word_ids != previous)
+
+
+def spread_to_words(chosen_starts: Tensor, word_ids: Tensor) -> Tensor:
+    """(..., L) bool: every token of each word whose first token is chosen in `chosen_starts`."""
+    starts = word_starts(word_ids)
+    # number the words of each row 1, 2, ... by counting word starts; tokens inherit the
+    # number of the word they are in (0 before the first word), then look up whether it is chosen
+    word_number = torch.cumsum(starts.long(), dim=-1)
+    in_word = word_ids != NO_WORD
+    chosen_numbers = torch.where(chosen_starts & starts, word_number, 0)
+    # per row, a table word number -> chosen; scatter the chosen numbers into it
+    table = torch.zeros(
+        (*word_ids.shape[:-1], word_ids.shape[-1] + 1), dtype=torch.bool, device=word_ids.device
+    )
+    table.scatter_(-1, chosen_numbers, True)
+    table[..., 0] = False
+    return in_word & torch.gather(table, -1, word_number)
+
+
+def _words_from_pieces(
+    tokens: list[int], specials: set[int], is_subword: Callable[[int], bool] | None
+) -> list[list[int]]:
+    """The original's candidates: one per position, or with `is_subword` one per "##" word."""
+    words: list[list[int]] = []
+    for position, token_id in enumerate(tokens):
+        if token_id in specials:
+            continue
+        if is_subword is not None and words and is_subword(token_id):
+            words[-1].append(position)  # a "##" piece belongs to the word before it
+        else:
+            words.append([position])
+    return words
+
+
+def _words_from_ids(
+    word_ids: Sequence[int | None], specials: set[int], tokens: list[int]
+) -> list[list[int]]:
+    """The candidates of `create_masked_lm_predictions`: lists of positions, one per word."""
+    if len(word_ids) != len(tokens):
+        raise ValueError(
+            f"word_ids has {len(word_ids)} entries but the sequence has {len(tokens)} tokens: "
+            "give one word id per token (None for special tokens), as Encoding.word_ids does"
+        )
+    words: list[list[int]] = []
+    previous = None
+    for position, (word_id, token_id) in enumerate(zip(word_ids, tokens)):
+        if word_id is None or token_id in specials:
+            previous = None
+            continue
+        if isinstance(word_id, bool) or int(word_id) != word_id or word_id < 0:
+            raise ValueError(f"word_ids[{position}] = {word_id!r}: word ids are ints >= 0 or None")
+        if word_id == previous:
+            words[-1].append(position)  # the same word as the token before
+        else:
+            words.append([position])
+        previous = word_id
+    return words
+
+
 # --- dynamic masking (transformers) --------------------------------------------------------
 
 
@@ -122,6 +222,7 @@ def mask_tokens(
     generator: torch.Generator | None = None,
     pad_token_id: int | None = None,
     random_ids_exclude_special: bool = False,
+    word_ids: Tensor | None = None,
 ) -> MaskedTokens:
     """Dynamic MLM masking of a batch, with the semantics of transformers' data collator.
 
@@ -154,6 +255,15 @@ def mask_tokens(
             uniformly from the non-special ids only (never a [CLS], [PAD] or [MASK] in the
             middle of a sentence); the difference is tiny for a 30,522-word vocabulary (5 in
             30,522 random replacements, i.e. ~0.002% of chosen tokens).
+        word_ids: (B, L) integer tensor for whole-word masking, -1 where a token belongs to
+            no word (special tokens, padding); a word is a run of consecutive tokens with the
+            same id. Draw 1 is then made at the first token of each word only, and a chosen
+            word is chosen whole (except its special tokens, e.g. an [UNK] character, which
+            are never targets); draws 2 and 3 stay per token. This is what transformers'
+            `DataCollatorForLanguageModeling(whole_word_mask=True)` does with the words it
+            finds from gaps between token offsets, so for the same words and seed the result
+            is the same; words from a segmenter make it work for Chinese, where the offsets
+            have no gaps.
 
     Returns:
         `MaskedTokens(input_ids (B, L) same dtype as the input, labels (B, L) int64)`.
@@ -186,12 +296,22 @@ def mask_tokens(
             )
 
     shape, device = input_ids.shape, input_ids.device
+    if word_ids is not None:
+        word_ids = _check_word_id_tensor(word_ids, input_ids)
 
-    # 1. choose the positions to predict: independently, never a special token
+    # 1. choose the positions to predict: independently, never a special token; with words,
+    #    draw at the first token of each word and spread the choice to the whole word
     never = special_tokens_mask(input_ids, specials)  # (B, L) bool
+    if word_ids is not None:
+        never |= word_ids == NO_WORD
+        not_drawn = never | ~word_starts(word_ids)
+    else:
+        not_drawn = never
     probability = torch.full(shape, float(mlm_probability), device=device)  # (B, L)
-    probability.masked_fill_(never, 0.0)
+    probability.masked_fill_(not_drawn, 0.0)
     chosen = torch.bernoulli(probability, generator=generator).bool()  # (B, L)
+    if word_ids is not None:
+        chosen = spread_to_words(chosen, word_ids) & ~never
     labels = input_ids.long().masked_fill(~chosen, IGNORE_INDEX)  # (B, L)
 
     # 2. most chosen tokens become [MASK]
@@ -297,12 +417,14 @@ def create_masked_lm_predictions(
     mask_replace_prob: float = 0.8,
     random_replace_prob: float = 0.1,
     random_ids_exclude_special: bool = False,
+    word_ids: Sequence[int | None] | None = None,
 ) -> MaskedLMPredictions:
     """Static MLM masking of one sequence: the rule of google-research/bert.
 
     1. Candidates: every position except special tokens ([CLS], [SEP]). With
        `whole_word_mask`, a "##" word piece joins the candidate before it, so a candidate is
-       a whole word: "em ##bed ##ding" is chosen entirely or not at all.
+       a whole word: "em ##bed ##ding" is chosen entirely or not at all. With `word_ids`, a
+       candidate is a run of tokens with the same word id (Chinese words from a segmenter).
     2. The candidates are shuffled with `rng`.
     3. `n = num_predictions(len(tokens), masked_lm_prob, max_predictions_per_seq)`.
     4. Walk the shuffled candidates, taking each whole, until `n` positions are taken; a word
@@ -333,6 +455,10 @@ def create_masked_lm_predictions(
             the original with probability `(1 - mask - random) / (1 - mask)` (0.5 by default).
         random_ids_exclude_special: draw random ids from the non-special ids only (see
             `mask_tokens`); default False, as the original.
+        word_ids: one word id per token, `None` for special tokens (`Encoding.word_ids()` of
+            `tokenizers`, or ids from a segmenter's words): whole-word masking with these
+            words instead of the "##" rule; `whole_word_mask` and `vocab` are then not needed.
+            The budget and the per-token 80/10/10 draw are the original's, as for "##" words.
 
     Returns:
         `MaskedLMPredictions(output_tokens, positions, labels)`, lists of ints.
@@ -361,7 +487,7 @@ def create_masked_lm_predictions(
                 f"token id {token_id} at position {position} is out of range for vocab_size "
                 f"{vocab_size} (valid ids: 0..{vocab_size - 1})"
             )
-    if whole_word_mask and is_subword is None:
+    if whole_word_mask and is_subword is None and word_ids is None:
         if vocab is None:
             raise ValueError(
                 "whole_word_mask=True needs to know which ids are '##' word pieces: pass "
@@ -383,14 +509,12 @@ def create_masked_lm_predictions(
     allowed = _allowed_random_ids(vocab_size, specials) if random_ids_exclude_special else None
 
     # 1. candidates: lists of positions (one position each, or a whole word)
-    candidates: list[list[int]] = []
-    for position, token_id in enumerate(token_ids):
-        if token_id in specials:
-            continue
-        if whole_word_mask and candidates and is_subword(token_id):
-            candidates[-1].append(position)  # a "##" piece belongs to the word before it
-        else:
-            candidates.append([position])
+    if word_ids is not None:
+        candidates = _words_from_ids(word_ids, specials, token_ids)
+    else:
+        candidates = _words_from_pieces(
+            token_ids, specials, is_subword if whole_word_mask else None
+        )
 
     # 2.-3. shuffle; how many to take
     rng.shuffle(candidates)

