@@ -1,0 +1,237 @@
+"""Sphinx extension of the bertcourse book's Chinese edition (`_config.yml`, `local_extensions`).
+
+Like `book_ext`, Sphinx imports it as the top-level module `i18n_ext`, so it must not import
+bertcourse or torch. It does five things, in both editions unless said otherwise:
+
+1. Display math is not for translators: a transform marks every `math_block` untranslatable
+   before Sphinx extracts (gettext builder) or applies (`-D language=zh_CN`) the catalogues, so
+   `$$...$$` never reaches a `.po` file. The same goes for the first two columns of the glossary
+   table (class `bertcourse-glossary`: the Chinese term and the English term are the same in both
+   editions).
+2. Table-of-contents captions in other languages: sphinx-external-toc inserts the toctrees of
+   `_toc.yml` (transform priority 100) after Sphinx's Locale transform (priority 20) has
+   translated the page, so their captions stay English. A transform at priority 101 translates
+   them from the page's own catalogue (the gettext builder puts them there).
+3. A language switch on every page: the template `bertcourse-language-switch.html` is appended
+   to the theme's `article_header_end`; it links to the same page in the other edition with a
+   relative link computed from `pagename` (the English site in `_build/html/`, the Chinese one
+   in `_build/html/zh/`), so it works from any folder, on a file:// URL too.
+4. In the Chinese edition: the book title and the search box text are overridden
+   (`bertcourse_i18n_titles`, `bertcourse_i18n_search_text`); Sphinx's Chinese search splits
+   words with jieba (installed: requirements.txt) and learns the glossary's terms as words
+   (a jieba user dictionary written from `book/glossary.md`, so 掩码语言模型 is one word).
+5. The theme's own words: `locales/<lang>/LC_MESSAGES/sphinx.po` overrides Sphinx's and
+   pydata-sphinx-theme's messages (Sphinx reads `locale_dirs` first), and `booktheme.po` there
+   overrides sphinx-book-theme's (its zh_CN catalogue uses some Taiwanese wording); this
+   extension compiles it and registers it before the theme registers its own.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.locale import init as init_locale
+from sphinx.transforms import SphinxTransform
+from sphinx.util import logging
+from sphinx.util.i18n import docname_to_domain
+
+logger = logging.getLogger(__name__)
+
+SOURCE_LANGUAGE = "en"
+# Where each edition's site lives, relative to the English site's root (_build/html).
+EDITION_PREFIX = {"en": "", "zh_CN": "zh/"}
+# What the switch says, in the language it leads to.
+EDITION_LABEL = {"en": "English", "zh_CN": "中文"}
+HTML_LANG = {"en": "en", "zh_CN": "zh-CN"}
+TEMPLATE = "bertcourse-language-switch.html"
+GLOSSARY_CLASS = "bertcourse-glossary"
+GLOSSARY_PAGE = "book/glossary.md"
+THEME_CATALOG = "booktheme"  # sphinx-book-theme's MESSAGE_CATALOG_NAME
+
+_SWITCH_HTML = """\
+{%- if bertcourse_language_switch %}
+<div class="bertcourse-language-switch">
+{%- for link in bertcourse_language_switch %}
+<a class="btn btn-sm" href="{{ link.href }}" hreflang="{{ link.hreflang }}" lang="{{ link.hreflang }}"
+   title="{{ link.title }}">{{ link.label }}</a>
+{%- endfor %}
+</div>
+{%- endif %}
+"""
+
+
+def language_of(config: Config) -> str:
+    return config.language or SOURCE_LANGUAGE
+
+
+def switch_href(pagename: str, from_lang: str, to_lang: str) -> str:
+    """Relative URL of `pagename` in the `to_lang` edition, seen from the `from_lang` one."""
+    for lang in (from_lang, to_lang):
+        if lang not in EDITION_PREFIX:
+            raise ValueError(
+                f"i18n_ext: no edition for language {lang!r}: {sorted(EDITION_PREFIX)}"
+            )
+    here = posixpath.dirname(EDITION_PREFIX[from_lang] + pagename)
+    there = EDITION_PREFIX[to_lang] + pagename + ".html"
+    return posixpath.relpath(there, here or ".")
+
+
+# --- 1. what is not translated ---------------------------------------------------------------
+
+
+class KeepUntranslated(SphinxTransform):
+    """Mark display math and the glossary's term columns untranslatable (before Locale: 20)."""
+
+    default_priority = 10
+
+    def apply(self, **kwargs) -> None:
+        for node in self.document.findall(nodes.math_block):
+            node["translatable"] = False
+        for table in self.document.findall(nodes.table):
+            if GLOSSARY_CLASS not in table.get("classes", []):
+                continue
+            for row in table.findall(nodes.row):
+                for entry in list(row.findall(nodes.entry))[:2]:
+                    for para in entry.findall(nodes.TextElement):
+                        para["translatable"] = False
+
+
+# --- 2. toctree captions ---------------------------------------------------------------------
+
+
+class TranslateTocCaptions(SphinxTransform):
+    """Translate the captions of toctrees that sphinx-external-toc inserted after Locale."""
+
+    default_priority = 101  # sphinx_external_toc.events.InsertToctrees is 100
+
+    def apply(self, **kwargs) -> None:
+        config = self.config
+        if language_of(config) == SOURCE_LANGUAGE or not config.locale_dirs:
+            return
+        toctrees = [t for t in self.document.findall(addnodes.toctree) if t.get("caption")]
+        if not toctrees:
+            return
+        domain = docname_to_domain(self.env.docname, config.gettext_compact)
+        dirs = [str(Path(self.env.srcdir) / d) for d in config.locale_dirs]
+        catalog, has_catalog = init_locale(dirs, config.language, domain)
+        if not has_catalog:
+            return
+        for toctree in toctrees:
+            original = toctree["rawcaption"] if toctree.get("rawcaption") else toctree["caption"]
+            translated = catalog.gettext(original)
+            if translated and translated != original:
+                toctree.apply_translated_message(original, translated)
+
+
+# --- 3. language switch ----------------------------------------------------------------------
+
+
+def _add_switch_template(app: Sphinx, config: Config) -> None:
+    folder = Path(app.doctreedir) / "bertcourse_i18n_templates"
+    folder.mkdir(parents=True, exist_ok=True)
+    template = folder / TEMPLATE
+    if not template.is_file() or template.read_text(encoding="utf-8") != _SWITCH_HTML:
+        template.write_text(_SWITCH_HTML, encoding="utf-8")
+    config.templates_path = [*config.templates_path, str(folder)]
+    options = config.html_theme_options
+    # sphinx-book-theme's default (theme.conf) is ["article-header-buttons.html"]
+    end = list(options.get("article_header_end") or ["article-header-buttons.html"])
+    if TEMPLATE not in end:
+        end.insert(0, TEMPLATE)
+    options["article_header_end"] = end
+
+
+def _switch_context(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    lang = language_of(app.config)
+    if lang not in EDITION_PREFIX or doctree is None:  # genindex, search: no counterpart check
+        context["bertcourse_language_switch"] = []
+        return
+    links = []
+    for other in EDITION_PREFIX:
+        if other == lang:
+            continue
+        links.append(
+            {
+                "href": switch_href(pagename, lang, other),
+                "hreflang": HTML_LANG[other],
+                "label": EDITION_LABEL[other],
+                "title": "Read this page in English" if other == "en" else "阅读本页的中文版",
+            }
+        )
+    context["bertcourse_language_switch"] = links
+
+
+# --- 4. titles, search -----------------------------------------------------------------------
+
+
+def glossary_terms(path: Path) -> list[tuple[str, str]]:
+    """(Chinese, English) pairs of the glossary table in `book/glossary.md` (list-table rows)."""
+    text = path.read_text(encoding="utf-8")
+    rows = re.findall(r"^\* - (.+)\n  - (.+)$", text, flags=re.M)
+    return [(zh.strip(), en.strip()) for zh, en in rows if zh.strip() != "中文"]
+
+
+def _localise_config(app: Sphinx, config: Config) -> None:
+    lang = language_of(config)
+    if lang == SOURCE_LANGUAGE:
+        return
+    title = config.bertcourse_i18n_titles.get(lang)
+    if title:
+        config.html_title = title
+        config.project = title
+    search = config.bertcourse_i18n_search_text.get(lang)
+    if search:
+        config.html_theme_options["search_bar_text"] = search
+    if lang.startswith("zh"):
+        glossary = Path(app.srcdir) / GLOSSARY_PAGE
+        if glossary.is_file() and "dict" not in config.html_search_options:
+            words = Path(app.doctreedir) / "bertcourse_jieba_userdict.txt"
+            terms = sorted({zh for zh, _ in glossary_terms(glossary)})
+            # jieba user dictionary: "word frequency"; a high frequency keeps the word whole
+            words.write_text("".join(f"{t} 20000\n" for t in terms), encoding="utf-8")
+            config.html_search_options = {**config.html_search_options, "dict": str(words)}
+
+
+# --- 5. the theme's own words ----------------------------------------------------------------
+
+
+def _register_theme_catalog(app: Sphinx) -> None:
+    """Compile locales/<lang>/LC_MESSAGES/booktheme.po and register it before the theme's."""
+    lang = app.config.language
+    if not lang or lang == SOURCE_LANGUAGE:
+        return
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    for locale_dir in app.config.locale_dirs:
+        base = Path(app.srcdir) / locale_dir
+        po = base / lang / "LC_MESSAGES" / f"{THEME_CATALOG}.po"
+        if not po.is_file():
+            continue
+        mo = po.with_suffix(".mo")
+        if not mo.is_file() or mo.stat().st_mtime < po.stat().st_mtime:
+            with po.open("rb") as f:
+                catalog = read_po(f, locale=lang)
+            with mo.open("wb") as f:
+                write_mo(f, catalog)
+        app.add_message_catalog(THEME_CATALOG, str(base))
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value(
+        "bertcourse_i18n_titles", {"zh_CN": "bertcourse：从内部理解 BERT"}, "html", [dict]
+    )
+    app.add_config_value("bertcourse_i18n_search_text", {"zh_CN": "在本书中搜索……"}, "html", [dict])
+    app.add_transform(KeepUntranslated)
+    app.add_transform(TranslateTocCaptions)
+    app.connect("config-inited", _localise_config, priority=450)
+    app.connect("config-inited", _add_switch_template, priority=450)
+    app.connect("html-page-context", _switch_context)
+    _register_theme_catalog(app)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,218 @@
+"""The Chinese edition's catalogues (scripts/i18n.py) and Sphinx extension (bertcourse/viz/i18n_ext.py).
+
+* The rules a translation must keep (inline code, math, roles and their targets, link targets,
+  numbers) are checked on hand-made pairs that break each rule once, and on every translated
+  entry of the real catalogues.
+* `update` keeps translations, marks a changed paragraph fuzzy and writes the previous English
+  beside it, also across a second update (babel alone forgets it).
+* The real catalogues: one per page of `_toc.yml`, Language zh_CN, no fuzzy or untranslated entry
+  in a page declared translated, and not stale against the English (a fresh extraction without
+  execution, ~40 s).
+* The language switch's relative links lead to the same page in the other edition.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import polib
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+i18n = _load("bertcourse_i18n_script", ROOT / "scripts" / "i18n.py")
+i18n_ext = _load("i18n_ext", ROOT / "bertcourse" / "viz" / "i18n_ext.py")
+
+EN = (
+    "Write a sequence as $x_1, \\dots, x_L$, counting `[CLS]`, with $\\rho = 0.15$ and "
+    "{ref}`the masks chapter <ch02-masks>`; see {doc}`ch03_mlm` and "
+    "[the paper](https://arxiv.org/abs/1810.04805): 15% of 512 tokens, 8,192 pieces."
+)
+ZH = (
+    "把序列写成 $x_1, \\dots, x_L$，`[CLS]` 也计算在内，$\\rho = 0.15$，见"
+    "{ref}`掩码一章 <ch02-masks>`、{doc}`ch03_mlm` 和[原论文](https://arxiv.org/abs/1810.04805)："
+    "512 个词元中的 15%，共 8192 个子词。"
+)
+
+
+def test_a_faithful_translation_passes() -> None:
+    assert i18n.invariant_problems(EN, ZH) == []
+
+
+@pytest.mark.parametrize(
+    ("broken", "what"),
+    [
+        (ZH.replace("`[CLS]`", "[CLS]"), "inline code"),
+        (ZH.replace("`[CLS]`", "`[SEP]`"), "inline code"),
+        (ZH.replace("$\\rho = 0.15$", "$\\rho=0.15$"), "math"),
+        (ZH.replace("$x_1, \\dots, x_L$", "x_1 到 x_L"), "math"),
+        (ZH.replace("<ch02-masks>", "<ch02-mask>"), "roles"),
+        (ZH.replace("{doc}`ch03_mlm`", "第 3 章"), "roles"),
+        (ZH.replace("{ref}`掩码一章 <ch02-masks>`", "掩码一章"), "roles"),
+        (ZH.replace("1810.04805", "1810.04806"), "link targets"),
+        (ZH.replace("[原论文](https://arxiv.org/abs/1810.04805)", "原论文"), "link targets"),
+        (ZH.replace("15%", "百分之十五"), "numbers"),
+        (ZH.replace("512", "521"), "numbers"),
+        (ZH.replace("8192", "8129"), "numbers"),
+    ],
+)
+def test_each_broken_rule_is_caught(broken: str, what: str) -> None:
+    problems = i18n.invariant_problems(EN, broken)
+    assert problems, f"a translation that breaks the {what} rule passed: {broken}"
+    assert any(what in p for p in problems), problems
+
+
+def test_role_text_is_translatable_but_role_targets_are_not() -> None:
+    inv = i18n.invariants("see {ref}`the chapter <ch02-masks>` and {doc}`ch03_mlm`")
+    assert sorted(inv.roles) == ["{doc}`ch03_mlm`", "{ref}<ch02-masks>"]
+    assert "the chapter" in inv.rest
+
+
+def test_what_needs_no_translation() -> None:
+    assert not i18n.needs_translation("`bertcourse.mlm`")
+    assert not i18n.needs_translation("$D = H / A$")
+    assert not i18n.needs_translation("30,522")
+    assert not i18n.needs_translation("{doc}`ch04_loss`")
+    assert i18n.needs_translation("[0. From text to ids](ch00_tokenization.md)")
+    assert i18n.needs_translation("{ref}`the questions page <seed-texts>`")
+    assert i18n.needs_translation("Learning goals")
+
+
+def _write_pot(path: Path, messages: list[str]) -> None:
+    pot = polib.POFile()
+    pot.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    for m in messages:
+        pot.append(polib.POEntry(msgid=m, msgstr=""))
+    pot.save(str(path))
+
+
+def test_update_keeps_translations_and_shows_the_previous_english(tmp_path: Path) -> None:
+    pot, po = tmp_path / "page.pot", tmp_path / "page.po"
+    old = "The learning rate rises linearly during the warmup of 10,000 steps."
+    new = "The learning rate rises linearly during the warmup of 1,000 steps."
+    _write_pot(pot, [old, "Gradient clipping", "`bertcourse.optim`"])
+    assert i18n.merge(pot, po)[0] == "created"
+    cat = polib.pofile(str(po))
+    assert cat.metadata["Language"] == "zh_CN"
+    assert cat.find("`bertcourse.optim`").msgstr == "`bertcourse.optim`"  # nothing to translate
+    cat.find(old).msgstr = "学习率在 10,000 步的预热中线性上升。"
+    cat.find("Gradient clipping").msgstr = "梯度裁剪"
+    cat.save()
+
+    _write_pot(pot, [new, "Gradient clipping", "`bertcourse.optim`"])
+    for _ in range(2):  # a second update must not forget the previous English
+        i18n.merge(pot, po)
+        cat = polib.pofile(str(po))
+        entry = cat.find(new)
+        assert entry.fuzzy, "a changed paragraph must become fuzzy"
+        assert entry.previous_msgid == old, "the translator must see the previous English"
+        assert entry.msgstr == "学习率在 10,000 步的预热中线性上升。"
+        assert cat.find("Gradient clipping").msgstr == "梯度裁剪"
+        assert not cat.find("Gradient clipping").fuzzy
+        assert cat.find(old) is None
+    # ... and the fuzzy entry's old translation now misses the new number
+    assert any("numbers" in p for p in i18n.invariant_problems(new, entry.msgstr))
+
+
+def test_check_fails_on_fuzzy_and_untranslated_pages_declared_translated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pot = tmp_path / "p.pot"
+    cats = tmp_path / "zh_CN" / "LC_MESSAGES"
+    _write_pot(pot, ["Warmup", "Gradient clipping", "A paragraph with `code`."])
+    i18n.merge(pot, cats / "book" / "p.po")
+    listing = tmp_path / "translated.txt"
+    listing.write_text("# comment\nbook/p\n", encoding="utf-8")
+    monkeypatch.setattr(i18n, "CATALOGS", cats)
+    monkeypatch.setattr(i18n, "TRANSLATED_LIST", listing)
+    problems = i18n.check(stale=False, verbose=False)
+    assert any("declared translated but 0 fuzzy and 3 untranslated" in p for p in problems)
+
+    cat = polib.pofile(str(cats / "book" / "p.po"))
+    cat.find("Warmup").msgstr = "预热"
+    cat.find("Gradient clipping").msgstr = "梯度裁剪"
+    cat.find("A paragraph with `code`.").msgstr = "一段含有代码的文字。"  # the code is lost
+    cat.find("Warmup").flags.append("fuzzy")
+    cat.save()
+    problems = i18n.check(stale=False, verbose=False)
+    assert any("1 fuzzy and 0 untranslated" in p for p in problems), problems
+    assert any("inline code differ" in p for p in problems), problems
+
+    listing.write_text("", encoding="utf-8")  # not declared: coverage only, but code still checked
+    problems = i18n.check(stale=False, verbose=False)
+    assert len(problems) == 1 and "inline code" in problems[0], problems
+
+
+def test_glossary_is_parsed_and_each_term_appears_once() -> None:
+    terms = i18n_ext.glossary_terms(ROOT / "book" / "glossary.md")
+    zh = [t for t, _ in terms]
+    en = [e.lower() for _, e in terms]
+    assert len(terms) >= 50
+    assert len(set(zh)) == len(zh), "a Chinese term twice in the glossary"
+    assert len(set(en)) == len(en), "an English term twice in the glossary"
+    wanted = {
+        "注意力": "attention",
+        "掩码": "mask",
+        "掩码语言模型": "masked language model",
+        "下一句预测": "next sentence prediction",
+        "预热": "warmup",
+        "学习率调度": "learning rate schedule",
+        "梯度裁剪": "gradient clipping",
+        "分词": "tokenization",
+        "全词掩码": "whole-word masking",
+        "词表": "vocabulary",
+        "子词": "subword",
+        "注意力掩码": "attention mask",
+        "填充": "padding",
+        "交叉熵": "cross-entropy",
+        "微调": "fine-tuning",
+        "预训练": "pretraining",
+        "隐藏状态": "hidden state",
+        "嵌入": "embedding",
+    }
+    assert {z: e for z, e in terms if z in wanted} == wanted
+
+
+def test_glossary_warning() -> None:
+    glossary = [("梯度裁剪", "gradient clipping"), ("预热", "warmup")]
+    assert (
+        i18n.glossary_problems("Gradient clipping and warmup.", "梯度裁剪与预热。", glossary) == []
+    )
+    warned = i18n.glossary_problems("Gradient clipping and warmup.", "梯度截断与热身。", glossary)
+    assert len(warned) == 2
+    # a term inside inline code is a name, not a term
+    assert i18n.glossary_problems("`warmup_steps`", "`warmup_steps`", glossary) == []
+
+
+def test_language_switch_links_lead_to_the_same_page() -> None:
+    assert i18n_ext.switch_href("book/ch03_mlm", "en", "zh_CN") == "../zh/book/ch03_mlm.html"
+    assert i18n_ext.switch_href("book/ch03_mlm", "zh_CN", "en") == "../../book/ch03_mlm.html"
+    assert i18n_ext.switch_href("index", "en", "zh_CN") == "zh/index.html"
+    assert i18n_ext.switch_href("index", "zh_CN", "en") == "../index.html"
+    with pytest.raises(ValueError, match="no edition"):
+        i18n_ext.switch_href("index", "en", "fr")
+
+
+def test_the_catalogues_cover_every_page_and_keep_the_rules() -> None:
+    catalogs = i18n.page_catalogs()
+    pages = i18n.toc_pages()
+    assert sorted(catalogs) == sorted(pages), "one catalogue per page of _toc.yml"
+    problems = i18n.check(stale=False, verbose=False)
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_catalogues_are_not_stale() -> None:
+    """A fresh extraction of the English (without executing the pages) has no new message."""
+    problems = i18n.stale_problems(fast=True)
+    assert problems == [], "\n".join(problems)
