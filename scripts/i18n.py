@@ -54,6 +54,9 @@ POT_DIR = ROOT / "_build" / "gettext"
 ZH_SITE = ROOT / "_build" / "html" / "zh"
 # catalogues of the theme's and Sphinx's own words (not pages): see bertcourse/viz/i18n_ext.py
 THEME_DOMAINS = ("sphinx", "booktheme")
+# the words of the figures: every `label("...")` in bertcourse/viz (bertcourse/viz/lang.py)
+FIGURES_DOMAIN = "figures"
+FIGURE_SOURCES = ROOT / "bertcourse" / "viz"
 PO_WIDTH = 79
 
 
@@ -124,6 +127,25 @@ def extract(out: Path, execute: str = "cache") -> dict[str, Path]:
     return {p.relative_to(out).with_suffix("").as_posix(): p for p in sorted(out.rglob("*.pot"))}
 
 
+def extract_figure_labels(pot: Path) -> set[str]:
+    """Write every `label("...")` of bertcourse/viz/*.py into `pot` (babel's Python extractor)."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.extract import extract_from_dir
+    from babel.messages.pofile import write_po
+
+    catalog = Catalog(project="bertcourse", fuzzy=False)
+    found = extract_from_dir(
+        str(FIGURE_SOURCES), method_map=[("*.py", "python")], keywords={"label": None}
+    )
+    for _filename, _lineno, message, _comments, _context in found:
+        if isinstance(message, str) and message:
+            catalog.add(message)
+    pot.parent.mkdir(parents=True, exist_ok=True)
+    with pot.open("wb") as f:
+        write_po(f, catalog, omit_header=False)
+    return {m.id for m in catalog if m.id}
+
+
 def toc_pages() -> list[str]:
     """The pages of `_toc.yml` (the ones the site builds), as 'book/ch03_mlm'."""
     import yaml
@@ -149,7 +171,7 @@ def page_catalogs() -> dict[str, Path]:
     out = {}
     for po in sorted(CATALOGS.rglob("*.po")):
         page = po.relative_to(CATALOGS).with_suffix("").as_posix()
-        if page not in THEME_DOMAINS:
+        if page not in THEME_DOMAINS and page != FIGURES_DOMAIN:
             out[page] = po
     return out
 
@@ -170,7 +192,7 @@ _MATH = re.compile(r"(?<![\\$])\$(?!\s)([^$\n]+?)(?<![\s\\])\$(?!\d)")
 _LINK = re.compile(r"\[((?:[^\[\]]|\[[^\]]*\])*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
 _URL = re.compile(r"(?<![(<\w])https?://[^\s)>\]]+")
-_NUMBER = re.compile(r"(?<![\w.])[-+−]?\d+(?:[,.]\d+)*(?:[eE][-+]?\d+)?%?")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-+−]?\d+(?:[,.]\d+)*(?:[eE][-+]?\d+)?%?")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 
@@ -322,6 +344,11 @@ def cmd_update(args: argparse.Namespace) -> int:
             print(
                 f"{status}: {po_path(page).relative_to(ROOT)} (+{added} new, {filled} kept as is)"
             )
+    figures_pot = POT_DIR / f"{FIGURES_DOMAIN}.pot"
+    labels = extract_figure_labels(figures_pot)
+    status, added, _ = merge(figures_pot, CATALOGS / f"{FIGURES_DOMAIN}.po")
+    if status != "unchanged":
+        print(f"{status}: figure labels, {len(labels)} in bertcourse/viz (+{added} new)")
     for page, po in page_catalogs().items():
         if page not in pots:
             po.unlink()
@@ -433,6 +460,18 @@ def stale_problems(fast: bool) -> list[str]:
         for page in catalogs:
             if page not in pots:
                 problems.append(f"{page}: catalogue of a page that is not built")
+        figures = CATALOGS / f"{FIGURES_DOMAIN}.po"
+        labels = extract_figure_labels(Path(tmp) / f"{FIGURES_DOMAIN}.pot")
+        have = (
+            {e.msgid for e in polib.pofile(str(figures)) if not e.obsolete}
+            if figures.is_file()
+            else set()
+        )
+        if labels != have:
+            problems.append(
+                f"{FIGURES_DOMAIN}.po: {len(labels - have)} label(s) of bertcourse/viz missing, "
+                f"{len(have - labels)} no longer used (run `python scripts/i18n.py update`)"
+            )
     return problems
 
 
@@ -446,6 +485,9 @@ def check(stale: bool = True, fast: bool = False, verbose: bool = True) -> list[
         if page not in catalogs:
             problems.append(f"{page}: declared translated in {TRANSLATED_LIST.name}, no catalogue")
     total = done = 0
+    figures = CATALOGS / f"{FIGURES_DOMAIN}.po"
+    if figures.is_file():
+        catalogs = {**catalogs, FIGURES_DOMAIN: figures}
     for page, po in catalogs.items():
         report = check_catalog(page, po, glossary)
         total += report.total

@@ -216,3 +216,82 @@ def test_the_catalogues_are_not_stale() -> None:
     """A fresh extraction of the English (without executing the pages) has no new message."""
     problems = i18n.stale_problems(fast=True)
     assert problems == [], "\n".join(problems)
+
+
+# --- figures -----------------------------------------------------------------------------------
+
+
+def _render(text: str, family: list[str]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    with matplotlib.rc_context({"font.family": family}):
+        fig = plt.figure(figsize=(0.6, 0.6), dpi=50)
+        fig.text(0.1, 0.2, text, fontsize=20)
+        fig.canvas.draw()
+        pixels = np.asarray(fig.canvas.buffer_rgba())[..., 0].copy()
+        plt.close(fig)
+    return pixels
+
+
+def test_chinese_figure_labels_render_with_real_glyphs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+    import warnings
+
+    from bertcourse.viz import lang
+
+    po = tmp_path / "zh_CN" / "LC_MESSAGES" / "figures.po"
+    po.parent.mkdir(parents=True)
+    cat = polib.POFile()
+    cat.metadata = {"Language": "zh_CN", "Content-Type": "text/plain; charset=UTF-8"}
+    cat.append(polib.POEntry(msgid="head size $d_k$", msgstr="头的维度 $d_k$"))
+    cat.append(polib.POEntry(msgid="attention", msgstr="注意力", flags=["fuzzy"]))
+    cat.save(str(po))
+    monkeypatch.setattr(lang, "LOCALES", tmp_path)
+    lang._catalog.cache_clear()
+    try:
+        assert lang.label("head size $d_k$") == "head size $d_k$"  # English by default
+        lang.set_language("zh")
+        assert lang.get_language() == "zh_CN"
+        assert lang.label("head size $d_k$") == "头的维度 $d_k$"
+        assert lang.label("attention") == "attention", "a fuzzy translation is not used"
+        assert lang.label("not in the catalogue") == "not in the catalogue"
+        with pytest.raises(ValueError, match="no figure language"):
+            lang.set_language("fr")
+
+        import matplotlib
+
+        family = list(matplotlib.rcParams["font.family"])
+        assert family[0] == lang.CJK_FAMILY
+        # A missing glyph is drawn as the same empty box for every character: with the CJK font
+        # two different characters give two different bitmaps; with DejaVu Sans alone they do not.
+        logging.getLogger("matplotlib").setLevel(logging.WARNING)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "Glyph ... missing from font(s)" is a warning
+            a, b = _render("注", family), _render("意", family)
+            _render(lang.label("head size $d_k$"), family)  # mathtext with Chinese around it
+        assert (a != b).any() and (a < 128).sum() > 20
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            box_a, box_b = _render("注", ["DejaVu Sans"]), _render("意", ["DejaVu Sans"])
+        assert (box_a == box_b).all(), "without the CJK font both are the same empty box"
+    finally:
+        lang.set_language("en")
+        import matplotlib
+
+        matplotlib.rcParams["font.family"] = ["sans-serif"]
+        lang._catalog.cache_clear()
+
+
+def test_a_page_opts_in_to_figures_in_its_language() -> None:
+    page = "---\nfigure_language: true\nkernelspec:\n  name: python3\n---\n\n# Title\n\nText.\n"
+    out = i18n_ext.figure_language_cell(page, "zh_CN")
+    assert out.index("# Title") < out.index('lang.set_language("zh_CN")') < out.index("Text.")
+    assert ":tags: [remove-cell]" in out
+    plain = page.replace("figure_language: true\n", "")
+    assert i18n_ext.figure_language_cell(plain, "zh_CN") == plain

@@ -192,10 +192,41 @@ def _localise_config(app: Sphinx, config: Config) -> None:
         glossary = Path(app.srcdir) / GLOSSARY_PAGE
         if glossary.is_file() and "dict" not in config.html_search_options:
             words = Path(app.doctreedir) / "bertcourse_jieba_userdict.txt"
+            words.parent.mkdir(parents=True, exist_ok=True)
             terms = sorted({zh for zh, _ in glossary_terms(glossary)})
             # jieba user dictionary: "word frequency"; a high frequency keeps the word whole
             words.write_text("".join(f"{t} 20000\n" for t in terms), encoding="utf-8")
             config.html_search_options = {**config.html_search_options, "dict": str(words)}
+
+
+# --- figures in the edition's language -------------------------------------------------------
+
+FIGURE_FLAG = "figure_language"  # front matter: `figure_language: true`
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
+
+
+def figure_language_cell(source: str, language: str) -> str:
+    """`source` with a hidden first cell `lang.set_language(language)` when the page opts in.
+
+    The execution cache is keyed on a page's code, so this page alone is executed again in the
+    other language (its figures get translated labels); the others come from the cache.
+    """
+    front = _FRONT_MATTER.match(source)
+    if not front or not re.search(rf"^{FIGURE_FLAG}:\s*true\s*$", front.group(1), re.M):
+        return source
+    cell = (
+        "\n```{code-cell} ipython3\n:tags: [remove-cell]\n"
+        f'from bertcourse.viz import lang\nlang.set_language("{language}")\n```\n'
+    )
+    title = re.search(r"^# .*$", source[front.end() :], re.M)
+    at = front.end() + (title.end() + 1 if title else 0)
+    return source[:at] + cell + source[at:]
+
+
+def _figure_language(app: Sphinx, docname: str, source: list[str]) -> None:
+    lang = language_of(app.config)
+    if lang != SOURCE_LANGUAGE:
+        source[0] = figure_language_cell(source[0], lang)
 
 
 # --- 5. the theme's own words ----------------------------------------------------------------
@@ -233,5 +264,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _localise_config, priority=450)
     app.connect("config-inited", _add_switch_template, priority=450)
     app.connect("html-page-context", _switch_context)
+    app.connect("source-read", _figure_language)
     _register_theme_catalog(app)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
