@@ -7,9 +7,11 @@ Text goes through two stages, then gets BERT's special tokens:
    (uncased models), split on whitespace, and make every punctuation character a word of its
    own: ``"Héllo, wörld!"`` -> ``["hello", ",", "world", "!"]``;
 2. *WordPiece* cuts each word into vocabulary pieces, greedily, longest match first; a piece
-   that continues a word is written with ``##``: ``"unaffable"`` -> ``["una", "##ffa",
-   "##ble"]``. A word that no sequence of pieces covers, or longer than 100 characters,
-   becomes ``[UNK]``;
+   that continues a word is written with ``##``: with bert-base-uncased's vocabulary,
+   ``"unaffable"`` -> ``["una", "##ffa", "##ble"]``. Greedy never looks ahead, so it can use
+   more pieces than the best split, and it gives ``[UNK]`` when the longest first piece leads
+   to a dead end even though another split exists (see :func:`wordpiece`). A word longer than
+   100 characters is ``[UNK]`` too;
 3. ``encode`` adds ``[CLS] A [SEP]`` (or ``[CLS] A [SEP] B [SEP]`` for a pair), the token type
    ids (0 for ``[CLS] A [SEP]``, 1 for ``B [SEP]``), truncation, padding and the attention mask
    (1 = token, 0 = padding).
@@ -253,12 +255,18 @@ def wordpiece(
 ) -> list[str]:
     """Greedy longest-match-first: at each position take the longest piece in ``vocab``.
 
-    Pieces after the first carry the ``##`` prefix. If at some position not even one
-    character is in the vocabulary, the whole word is ``[unk_token]`` (never a partial split);
-    so is a word longer than ``max_chars`` characters.
+    Pieces after the first carry the ``##`` prefix. If at some position no piece is in the
+    vocabulary, the whole word is ``[unk_token]`` (never a partial split); so is a word longer
+    than ``max_chars`` characters. Greedy never looks ahead: the longest first piece can leave
+    a rest that no piece continues, and then the word is ``[unk_token]`` although another
+    split covers it (``un ##affable`` below; transformers and ``tokenizers`` do the same), or
+    it can need more pieces than the best split (bert-base-uncased: ``lexi ##cal ##ly``, where
+    ``lex ##ically`` would do).
 
-    >>> wordpiece("unaffable", {"una", "##ffa", "##ble", "un", "##aff", "##able"})
-    ['una', '##ffa', '##ble']
+    >>> wordpiece("unaffable", {"un", "una", "##affable"})
+    ['[UNK]']
+    >>> wordpiece("lexically", {"lex", "lexi", "##cal", "##ly", "##ically"})
+    ['lexi', '##cal', '##ly']
     """
     if len(word) > max_chars:
         return [unk_token]

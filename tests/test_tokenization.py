@@ -288,10 +288,95 @@ def test_decode_and_conversions(ours):
 
 def test_wordpiece_greedy_longest_match():
     vocab = {"un", "una", "##aff", "##able", "##ffa", "##ble", "a", "##b"}
-    assert tk.wordpiece("unaffable", vocab) == ["una", "##ffa", "##ble"]  # greedy, not best
+    assert tk.wordpiece("unaffable", vocab) == ["una", "##ffa", "##ble"]  # the longest first
     assert tk.wordpiece("unaffablex", vocab) == ["[UNK]"]  # one gap: the whole word
     assert tk.wordpiece("ab", vocab) == ["a", "##b"]
     assert tk.wordpiece("a" * 5, {"a", "##a"}, max_chars=4) == ["[UNK]"]
+
+
+def test_greedy_dead_end_gives_unk_like_tokenizers():
+    """`una` is the longest first piece, nothing continues `ffable`: [UNK], though
+    `un ##affable` covers the word. The Rust WordPiece model of `tokenizers` agrees."""
+    from tokenizers import Tokenizer, models
+
+    toy = ["[UNK]", "un", "una", "##affable"]
+    rust = Tokenizer(models.WordPiece({p: i for i, p in enumerate(toy)}, unk_token="[UNK]"))
+    assert tk.wordpiece("unaffable", set(toy)) == rust.encode("unaffable").tokens == ["[UNK]"]
+    assert tk.wordpiece("unaffable", set(toy) - {"una"}) == ["un", "##affable"]
+
+
+def test_greedy_costs_pieces_on_the_real_vocabulary(ours, references):
+    # greedy takes `lexi`; `lex ##ically` (2 pieces) is also in the vocabulary
+    assert {"lex", "##ically"} <= set(ours.vocab)
+    for tok in (ours, *references.values()):
+        assert tok.tokenize("lexically") == ["lexi", "##cal", "##ly"]
+
+
+def test_japanese_and_korean(ours, references):
+    """Kana are not spaced (one word, [UNK]; accent stripping turns で into て); Hangul
+    syllables decompose into jamo, one piece each."""
+    ja = "わたしはきのうとしょかんでほんをよみました。"
+    ko = "나는 어제 도서관에서 책을 읽었습니다."
+    assert tk.basic_tokenize(ja) == ["わたしはきのうとしょかんてほんをよみました", "。"]
+    assert ours.tokenize(ja) == ["[UNK]", "。"]
+    pieces = ours.tokenize(ko)
+    assert len(pieces) == 28 and pieces[-2:] == ["[UNK]", "."]
+    assert all(len(p.removeprefix("##")) == 1 for p in pieces if p != "[UNK]")
+    for text in (ja, ko):
+        for ref in references.values():
+            assert ref(text)["input_ids"] == ours.encode(text)["input_ids"]
+
+
+def test_rust_pre_tokenizer_gives_the_basic_tokenizer_words(corpus_sentences):
+    """The book counts words with `tokenizers`' normalizer and pre-tokenizer (fast)."""
+    fast = data.bert_tokenizer()
+    for sentence in corpus_sentences[::7]:
+        words = [
+            w
+            for w, _ in fast.pre_tokenizer.pre_tokenize_str(fast.normalizer.normalize_str(sentence))
+        ]
+        assert words == tk.basic_tokenize(sentence), sentence
+
+
+def test_wordpiece_trainer_merges_like_bpe():
+    """`tokenizers`' WordPieceTrainer wraps BpeTrainer: trained on the same text, the two
+    vocabularies agree up to ties between equally frequent pairs."""
+    from pydoc_data.topics import topics
+
+    from tokenizers import Tokenizer, models, trainers
+
+    docs = [data.document_from_text(k, [topics[k]]) for k in sorted(topics)]
+    wordpiece = data.train_wordpiece(docs, vocab_size=1000)
+    bpe = Tokenizer(models.BPE(unk_token="[UNK]", continuing_subword_prefix="##"))
+    bpe.normalizer, bpe.pre_tokenizer = wordpiece.normalizer, wordpiece.pre_tokenizer
+    trainer = trainers.BpeTrainer(
+        vocab_size=1000,
+        min_frequency=2,
+        special_tokens=list(data.SPECIAL_TOKENS),
+        continuing_subword_prefix="##",
+        show_progress=False,
+    )
+    bpe.train_from_iterator((s for d in docs for s in d.sentences), trainer=trainer)
+    shared = set(wordpiece.get_vocab()) & set(bpe.get_vocab())
+    assert 990 <= len(shared) <= 1000
+
+
+def test_tokenization_plots():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from bertcourse.viz import tokenization as viz
+
+    fig = viz.plot_vocab_size([250, 500], [0.3, 0.2], [250, 500], [0.0, 0.0], [2.4, 1.9])
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    fig = viz.plot_parameter_share([1000, 2000], {"tiny": [0.2, 0.3]}, marks=[1500])
+    assert isinstance(fig, Figure)
+    with pytest.raises(ValueError, match="pieces_per_word has 1 values for 2 vocabulary sizes"):
+        viz.plot_vocab_size([250, 500], [0.3, 0.2], [250, 500], [0.0, 0.0], [2.4])
+    with pytest.raises(ValueError, match="tiny has 3 values"):
+        viz.plot_parameter_share([1000, 2000], {"tiny": [0.2, 0.3, 0.4]})
 
 
 def test_basic_tokenizer_steps():
