@@ -210,9 +210,14 @@ def _honest_kernel(spec: NotebookSpec):
     return send
 
 
+def _answers(spec: NotebookSpec) -> list[tuple[int, str]]:
+    """The instructor's answer cells, as the learner's cells of an honest submission."""
+    return [(i, c.source) for i, c in enumerate(spec.cells) if c.solution and c.cell_type == "code"]
+
+
 def _grade(send, secret: bytes | None = b"k" * 32) -> dict[str, bool]:
     spec = _toy_spec()
-    referee = Referee(spec, "toy", [], send=send, secret=secret)
+    referee = Referee(spec, "toy", _answers(spec), send=send, secret=secret)
     passed = {}
     for cell in spec.cells:
         if cell.cell_type == "code" and cell.locked and not cell.grade:
@@ -325,7 +330,7 @@ def test_hidden_failures_do_not_show_expected_values() -> None:
             return _reply(torch.zeros(2, 5, 7))
         return honest(request)
 
-    referee = Referee(spec, "toy", [], send=wrong_on_hidden, secret=b"k" * 32)
+    referee = Referee(spec, "toy", _answers(spec), send=wrong_on_hidden, secret=b"k" * 32)
     referee.run_setup("setup")
     outcome = referee.run_test("scale_tests", deadline=float("inf"))
     assert not outcome.passed and outcome.hidden_failure
@@ -500,3 +505,264 @@ def test_a_set_crosses_the_boundary_and_an_unhashable_one_is_refused() -> None:
     assert codec.decode(codec.encode({"ids": {102, 101}}), "kernel")["ids"] == {101, 102}
     with pytest.raises(codec.CodecError, match="not hashable"):
         codec.decode(_message({"$set": [[1, 2]]}), "kernel")
+
+
+# --- the allow-list: a mutation-style test of the rules -------------------------------------
+
+# How a forbidden object can reach the graded function `f`: `{imp}` imports its module as `m`,
+# `{obj}` is the object's expression through `m`, `{first}`/`{rest}` split its attribute path.
+BINDINGS = {
+    "direct": "{imp}\ndef f(x):\n    return {obj}(x)",
+    "from import as": "from {mod} import {first} as g0\ndef f(x):\n    return g0{rest}(x)",
+    "global alias": "{imp}\ng = {obj}\ndef f(x):\n    return g(x)",
+    "default": "{imp}\ndef f(x, g={obj}):\n    return g(x)",
+    "closure": "{imp}\ndef make():\n    g = {obj}\n    def f(x):\n        return g(x)\n    return f\nf = make()",
+    "class attribute": "{imp}\nclass C:\n    g = staticmethod({obj})\ndef f(x):\n    return C.g(x)",
+    "class attribute set later": "{imp}\nclass C:\n    pass\nC.g = {obj}\ndef f(x):\n    return C.g(x)",
+    "dict": "{imp}\nT = {{'a': {obj}}}\ndef f(x):\n    return T['a'](x)",
+    "for target": "{imp}\nfor g in [{obj}]:\n    pass\ndef f(x):\n    return g(x)",
+    "with target": "{imp}\nimport contextlib\nwith contextlib.nullcontext({obj}) as g:\n    pass\ndef f(x):\n    return g(x)",
+    "walrus": "{imp}\nif (g := {obj}):\n    pass\ndef f(x):\n    return g(x)",
+    "walrus in a comprehension": "{imp}\n[(g := h) for h in [{obj}]]\ndef f(x):\n    return g(x)",
+    "global in a helper": "{imp}\ndef setup():\n    global g\n    g = {obj}\nsetup()\ndef f(x):\n    return g(x)",
+    "appended in another cell": [
+        "fns = []",
+        "{imp}\nfns.append({obj})",
+        "def f(x):\n    return fns[0](x)",
+    ],
+    "appended through an alias": [
+        "fns = []\nother = fns",
+        "{imp}\nother.append({obj})",
+        "def f(x):\n    return fns[0](x)",
+    ],
+    "registered by a helper": "fns = []\ndef register(h):\n    fns.append(h)\n{imp}\nregister({obj})\ndef f(x):\n    return fns[0](x)",
+    "alias re-imported in a function never run": "{imp}\ndef never():\n    import math as m\ndef f(x):\n    return {obj}(x)",
+    "star import": "from {mod} import *\ndef f(x):\n    return {attr}(x)",
+    "getattr with a constant": "{imp}\ndef f(x):\n    return getattr(m, '{first}'){rest}(x)",
+    "getattr as a value": "import functools\n{imp}\ndef f(x):\n    return functools.reduce(getattr, {parts!r}, m)(x)",
+    "a module as a value": "{imp}\ndef f(x):\n    k = m\n    return k.{attr}(x)",
+    "a lambda": "{imp}\nf = lambda x: {obj}(x)",
+    "the function is the object": "{imp}\nf = {obj}",
+    "imported as the function": "from {mod} import {first} as f",
+    "a shell escape line": "out = !echo hi\n{imp}\ndef f(x):\n    return {obj}(x)",
+    "a modulo continuation": "{imp}\ny = (7\n% 3)\ndef f(x):\n    return {obj}(x)",
+}
+
+# Other ways to the same computation, outside every allow-list.
+ENTRY_POINTS = {
+    "torch.ops.aten": "torch.ops.aten._softmax",
+    "torch._decomp": "torch._decomp.decomposition_table",
+    "torch._C._nn": "torch._C._nn.nll_loss2d",
+    "a private torch.optim helper": "torch.optim.adam._single_tensor_adam",
+    "a private bertcourse helper": "bertcourse.attention._check_mask",
+    "a registry": "transformers.optimization.TYPE_TO_SCHEDULER_FUNCTION",
+    "forward-mode autodiff": "torch.func.jacfwd",
+    "torch.autograd.functional": "torch.autograd.functional.vjp",
+}
+
+
+def _group_target(group: str) -> tuple[str, str]:
+    """(module, attribute path) of the group's first forbidden name that resolves."""
+    for path in grading.FORBIDDEN[group]:
+        parts = path.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:i])
+            try:
+                obj = __import__(module, fromlist=["_"])
+            except ImportError:
+                continue
+            try:
+                for attr in parts[i:]:
+                    obj = getattr(obj, attr)
+            except AttributeError:
+                break
+            return module, ".".join(parts[i:])
+    raise AssertionError(group)
+
+
+def _found(cells, forbidden) -> tuple[list, list]:
+    code = StudentCode(list(enumerate(cells)))
+    return code.violations("f", forbidden, (), {}), code.dynamic()
+
+
+@pytest.mark.parametrize("group", sorted(grading.FORBIDDEN))
+def test_every_binding_form_of_a_forbidden_function_costs_the_part(group: str) -> None:
+    """For each forbidding part, its forbidden function through each binding form gives 0
+    (the call fails) and, where the rules cannot tell, needs_review."""
+    module, attr = _group_target(group)
+    forbidden = grading.forbid._expand(group)
+    first, _, rest = attr.partition(".")
+    fields = dict(
+        imp=f"import {module} as m",
+        obj=f"m.{attr}",
+        mod=module,
+        attr=attr,
+        first=first,
+        rest=f".{rest}" if rest else "",
+        parts=attr.split("."),
+    )
+    missed = []
+    for form, template in BINDINGS.items():
+        cells = [template] if isinstance(template, str) else template
+        found, dynamic = _found([c.format(**fields) for c in cells], forbidden)
+        if not found and not dynamic:
+            missed.append(form)
+    assert missed == [], (group, missed)
+    # an unreadable cell is never skipped
+    _, dynamic = _found([f"import {module} as m\ndef f(x):\n    return m.{attr}(x)\n)("], forbidden)
+    assert dynamic and "does not parse" in dynamic[0].what
+
+
+@pytest.mark.parametrize("group", sorted(grading.FORBIDDEN))
+def test_every_entry_point_outside_the_allow_list_needs_review(group: str) -> None:
+    forbidden = grading.forbid._expand(group)
+    for what, path in ENTRY_POINTS.items():
+        module, _, name = path.rpartition(".")
+        for source in (
+            f"import torch, bertcourse.attention, transformers.optimization\ndef f(x):\n    return {path}(x)",
+            f"from {module} import {name} as h\ndef f(x):\n    return h(x)",
+        ):
+            found, _ = _found([source], forbidden)
+            assert found, (group, what, source)
+
+
+@pytest.mark.parametrize(
+    "group, path",
+    [
+        ("sdpa", "torch.nn.modules.activation.F.scaled_dot_product_attention"),
+        ("log_softmax", "torch.nn.modules.activation.F.log_softmax"),
+        ("cross_entropy", "torch.nn.modules.loss.F.cross_entropy"),
+    ],
+)
+def test_a_re_export_is_the_same_forbidden_object(group: str, path: str) -> None:
+    found, _ = _found(
+        [f"import torch\ndef f(x):\n    return {path}(x)"], grading.forbid._expand(group)
+    )
+    assert found and not found[0].review and "write yourself" in found[0].what
+
+
+def test_honest_building_blocks_are_allowed() -> None:
+    """The allow-list is not a wall: tensor code, math, the learner's own helpers and locals,
+    comprehensions, classes and a magic outside the graded code give nothing."""
+    source = (
+        "import math\nimport torch\n%matplotlib inline\n"
+        "EPS = 1e-9\n"
+        "def helper(x):\n    return x - x.amax(dim=-1, keepdim=True)\n"
+        "class Scale:\n    factor = 2.0\n    def apply(self, x):\n        return x * self.factor\n"
+        "def f(x, dim=-1):\n"
+        "    shifted = helper(x)\n"
+        "    rows = [r.exp().sum() for r in shifted]\n"
+        "    z = torch.stack(rows).log().unsqueeze(-1) + math.log(1.0) + EPS * 0\n"
+        "    return Scale().apply(shifted - z) / 2.0\n"
+    )
+    found, dynamic = _found([source], grading.forbid._expand("log_softmax"))
+    assert found == [] and dynamic == [], (found, dynamic)
+
+
+def test_a_review_finding_marks_the_code_and_names_its_line() -> None:
+    code = StudentCode(
+        [
+            (
+                2,
+                "import torch\ndef f(x):\n    y = x\n    return torch.ops.aten._softmax(y, -1, False)",
+            )
+        ]
+    )
+    found = code.violations("f", grading.forbid._expand("log_softmax"), (), {})
+    assert [(f.cell, f.line) for f in found] == [(2, 4)] and found[0].review
+    assert code.review == set(found)
+
+
+def test_the_kernel_refuses_a_graded_function_that_is_the_forbidden_object() -> None:
+    namespace = {"f": torch.nn.functional.scaled_dot_product_attention}
+    request = codec.encode(
+        {"fn": "f", "args": (torch.zeros(1, 2, 3),) * 3, "kwargs": {}, "use_reference": {},
+         "forbid": grading.forbid._expand("sdpa")}
+    )  # fmt: skip
+    old = remote._namespace
+    remote._namespace = lambda: namespace
+    try:
+        reply = codec.decode(remote.serve(request), "referee")
+    finally:
+        remote._namespace = old
+    assert reply["forbidden"] == ["torch.nn.functional.scaled_dot_product_attention"]
+
+
+def _spec_of(nb, name: str) -> NotebookSpec:
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        md = cell.metadata.get("nbgrader", {})
+        cells.append(
+            CellSpec(
+                name=md.get("grade_id", f"cell{i}"),
+                cell_type=cell.cell_type,
+                locked=md.get("locked", False),
+                source=cell.source,
+                visible_source=cell.source,
+                checksum=None,
+                grade=md.get("grade", False),
+                solution=md.get("solution", False),
+                task=md.get("task", False),
+                points=md.get("points"),
+            )
+        )
+    return NotebookSpec(name, cells, [])
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stop(request: str) -> str:
+    raise _Stop
+
+
+def test_the_course_answers_pass_the_allow_list() -> None:
+    """Calibration of the allow-list: every forbidding call of every test cell, with the
+    instructor's answers and with each alternative answer of tests/exercise_answers/ (correct,
+    written differently), gives no finding. (The referee runs the set-up cells and each test
+    cell up to its first call, which is stopped after the rules have judged it.)"""
+    sys.path.insert(0, str(ROOT / "solutions"))
+    sys.path.insert(0, str(ROOT / "tests"))
+    import _build_notebooks as builder
+    from test_exercises import load_answers
+
+    bad, forbidding = [], 0
+    for name in builder.assignment_names():
+        spec = _spec_of(builder.build_notebook(name), name)
+        answers = {
+            i: c.source for i, c in enumerate(spec.cells) if c.solution and c.cell_type == "code"
+        }
+        index = {c.name: i for i, c in enumerate(spec.cells)}
+        referee = Referee(spec, name, sorted(answers.items()), send=_stop, secret=b"k" * 32)
+        for cell in spec.cells:
+            if cell.cell_type == "code" and cell.locked and not cell.grade:
+                referee.run_setup(cell.name)
+        assert referee.setup_error is None, referee.setup_error
+        setup = [c.source for c in spec.cells if c.cell_type == "code" and c.locked and not c.grade]
+        variants = [("solution", answers)] + [
+            (f"alternative {a.grade_id}: {a.label}", {**answers, index[a.grade_id]: a.source})
+            for a in load_answers(name)
+            if a.kind == "alternative"
+        ]
+        for label, cells in variants:
+            code = StudentCode(sorted(cells.items()), context=setup)
+            referee.code = referee.session.code = code
+            judged = []
+            violations = code.violations
+
+            def recording(fn, forbidden, *args, violations=violations, judged=judged, **kw):
+                found = violations(fn, forbidden, *args, **kw)
+                judged.append((fn, bool(forbidden), found))
+                return found
+
+            code.violations = recording
+            for cell in spec.cells:
+                if cell.grade and cell.cell_type == "code":
+                    referee.run_test(cell.name, deadline=float("inf"))
+            forbidding += sum(f for _, f, _ in judged)
+            bad += [
+                (name, label, fn, [f.describe() for f in found]) for fn, _, found in judged if found
+            ]
+    assert bad == [], bad
+    assert forbidding >= 40  # the test really judged the forbidding parts

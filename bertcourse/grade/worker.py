@@ -37,6 +37,7 @@ from sqlalchemy.exc import SAWarning
 from bertcourse.grade import feedback as feedback_mod
 from bertcourse.grade import late
 from bertcourse.grade.assignment import AssignmentSpec, NotebookSpec
+from bertcourse.grade.classreport import part_comment
 from bertcourse.grade.execute import CellResult, NotebookRun, RunResult, memory_error_in
 from bertcourse.grade.gradebook import GradebookWriter
 from bertcourse.grade.isolation import Capabilities, KernelJail, Limits, Zygote
@@ -246,7 +247,9 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> Noteboo
     status, problems = _run_status(task, nb_spec, run, jail)
     problems = [f"{nb_spec.name}: {t}" for t in tampering + run.tampered] + problems
     machinery = referee.code.machinery()
-    dynamic = referee.code.dynamic()
+    dynamic = referee.code.dynamic() + sorted(
+        referee.code.review, key=lambda f: (f.cell, f.line, f.what)
+    )
     if tampering or run.tampered or machinery:
         status = Status.worst([status, Status.TAMPERED])
         problems += [
@@ -255,7 +258,7 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> Noteboo
         ]
     if dynamic:
         status = Status.worst([status, Status.NEEDS_REVIEW])
-        problems += [f"{nb_spec.name}: dynamic code, review: {f.describe()}" for f in dynamic[:10]]
+        problems += [f"{nb_spec.name}: review: {f.describe()}" for f in dynamic[:10]]
     if run.output_truncated:
         problems.append(f"{nb_spec.name}: output truncated")
     for result in tests.values():
@@ -268,7 +271,9 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> Noteboo
         if nbutils.is_solution(cell):
             md = cell.metadata.nbgrader
             unchanged = md.get("checksum") == nbutils.compute_checksum(cell)
-            comments[md["grade_id"]] = "No response." if unchanged else None
+            test = tests.get(f"{md['grade_id']}_tests")  # the failure's first line (class report)
+            failure = part_comment(test.outcome, test.message) if test else None
+            comments[md["grade_id"]] = "No response." if unchanged else failure
     return NotebookResult(
         status=status,
         parts={n: PartResult(r.score, r.outcome, r.message) for n, r in tests.items()},

@@ -276,6 +276,19 @@ def forbidden(
             undo()
 
 
+def is_forbidden_object(fn: Any, names: str | Iterable[str]) -> str | None:
+    """The forbidden name `fn` is (the same object, through partials and bound methods), or
+    None."""
+    for name in _expand(names):
+        try:
+            resolved = _resolve(name)
+        except LookupError:
+            continue
+        if resolved is not None and _unwrap(fn) is _unwrap(resolved[2]):
+            return name
+    return None
+
+
 def run(
     fn: Callable[..., Any],
     *args: Any,
@@ -297,12 +310,11 @@ def run(
     names = _expand(forbid)
     if not callable(fn):
         raise GradingError(f"expected a function to check, got {describe(fn)}")
-    for name in names:
-        resolved = _resolve(name)
-        if resolved is not None and _unwrap(fn) is _unwrap(resolved[2]):
-            raise GradingError(
-                f"{_fn_name(fn)} is {name} itself: this part asks you to write it yourself."
-            )
+    itself = is_forbidden_object(fn, names)
+    if itself:
+        raise GradingError(
+            f"{_fn_name(fn)} is {itself} itself: this part asks you to write it yourself."
+        )
     with forbidden(names, fn, use_reference) as calls, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -243,6 +243,11 @@ def serve(request: str) -> str:
                     "error": {"type": "NameError", "message": f"{call['fn']} is not defined"},
                 }
             )
+        from bertcourse.grading.forbid import is_forbidden_object
+
+        itself = is_forbidden_object(fn, call["forbid"])
+        if itself:  # the graded function is the library's own: refused, not called
+            return _reply({"ok": True, "result": None, "forbidden": [itself]})
         references = dict(call["use_reference"])  # dotted paths or functional steps
         args, kwargs = call["args"], call["kwargs"]
     except Exception as error:

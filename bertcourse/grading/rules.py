@@ -25,13 +25,16 @@ The analysis is deliberately conservative where code is dynamic, and exact where
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import functools
 import importlib
 import sys
-from collections.abc import Iterable
+import types
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+import torch
 from torch import nn
 
 MACHINERY_MODULES = {
@@ -101,6 +104,7 @@ class Finding:
     cell: int  # index of the cell in the submitted notebook
     line: int
     what: str
+    review: bool = False  # outside the allow-list or unresolvable: a person looks
 
     def describe(self) -> str:
         return f"cell {self.cell + 1}, line {self.line}: {self.what}"
@@ -139,36 +143,107 @@ def _chain(node: ast.AST) -> list[str] | None:
             return None
 
 
+MAGIC_METHODS = {"run_line_magic", "run_cell_magic", "system", "getoutput"}
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+@dataclasses.dataclass
+class _Binding:
+    """How a global name gets its value: `import` (target: a dotted path), `alias` (node: the
+    chain on the right of `name = chain`), `code` (a def or class of the learner), `value`
+    (any other binding: the unit is read), `unknown` (a relative import)."""
+
+    kind: str
+    unit: _Unit | None = None
+    target: str = ""
+    node: ast.AST | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rule:
+    """One part's rule, resolved to objects: what is forbidden, what is allowed."""
+
+    forbidden: frozenset[int]  # ids of forbidden objects (functions, methods, classes)
+    forbidden_paths: dict[int, str]
+    methods: frozenset[str]  # forbidden tensor method names
+    classes: dict[str, set[type]]  # for module arguments whose forward is forbidden
+    allowed: frozenset[int]
+    tensor_attrs: frozenset[str]
+
+
 class StudentCode:
-    """The learner's code cells, parsed once (cells that do not parse are skipped: they raise
-    in the kernel and define nothing)."""
+    """The learner's code cells as the kernel runs them (after IPython's input transformation).
+
+    A cell that does not parse even then is reported (`dynamic()`: `needs_review`), never
+    skipped silently."""
 
     def __init__(self, cells: Iterable[tuple[int, str]], context: Iterable[str] = ()) -> None:
         """`cells`: (index, source) of the learner's cells; `context`: the instructor's set-up
-        cells, whose imports (`import torch.nn.functional as F`) are names the learner uses."""
+        cells, whose imports (`import torch.nn.functional as F`) are names the learner uses
+        and, for a part that forbids, building blocks its statement hands the learner."""
         self.units: list[_Unit] = []
-        self._verdicts: dict[tuple, list[Finding]] = {}  # violations() per call shape
-        self.aliases: dict[str, str] = {}  # local name -> dotted module path or object path
-        self.defs: dict[str, list[_Unit]] = {}  # global name -> definitions / assignments
+        self.unparsed: list[Finding] = []
+        self.review: set[Finding] = set()  # outside the allow-list, found by violations()
+        self._verdicts: dict[tuple, list[Finding]] = {}
+        self.aliases: dict[str, str] = {}  # every import anywhere (for the machinery scan)
+        self.globals: dict[str, list[_Binding]] = {}
+        self.mentions: dict[str, list[_Unit]] = {}  # units that name a global
+        self.stored_into: dict[str, list[_Unit]] = {}  # units that set `name.x` / `name[k]`
+        self.stars: list[str] = []  # modules of `from m import *`
+        self.context: dict[str, _Binding] = {}
+        self.context_stars: list[str] = []
+        self._magic: set[int] = set()  # ids of `get_ipython` nodes IPython's transformer wrote
+        self._globals_cache: dict[int, set[str]] = {}
         for source in context:
-            try:
-                tree = ast.parse(_strip_magics(source))
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree, _ = _parse(source)
+            if tree is None:
                 continue
+            self._mark_magics(tree)
             for node in ast.walk(tree):
                 self._record_import(node)
+            for node in tree.body:
+                for name, binding in _module_bindings(node, None):
+                    if binding.kind == "star":
+                        self.context_stars.append(binding.target)
+                    else:
+                        self.context[name] = binding
         for index, source in cells:
-            try:
-                tree = ast.parse(_strip_magics(source))
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree, error = _parse(source)
+            if tree is None:
+                self.unparsed.append(
+                    Finding(index, error, "the cell does not parse: the rules cannot read it")
+                )
                 continue
+            self._mark_magics(tree)
+            for node in ast.walk(tree):
+                self._record_import(node)
             for node in tree.body:
                 unit = _Unit(index, node)
                 self.units.append(unit)
-                for name in _bound_names(node):
-                    self.defs.setdefault(name, []).append(unit)
-            for node in ast.walk(tree):
-                self._record_import(node)
+                for name, binding in _module_bindings(node, unit):
+                    if binding.kind == "star":
+                        self.stars.append(binding.target)
+                    else:
+                        self.globals.setdefault(name, []).append(binding)
+                for name in self._globals_of(unit):
+                    self.mentions.setdefault(name, []).append(unit)
+                for name in _stored_into(unit.node):
+                    self.stored_into.setdefault(name, []).append(unit)
+
+    def _mark_magics(self, tree: ast.AST) -> None:
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in MAGIC_METHODS
+                and isinstance(node.func.value, ast.Call)
+                and isinstance(node.func.value.func, ast.Name)
+                and node.func.value.func.id == "get_ipython"
+                and not node.func.value.args
+            ):
+                self._magic.add(id(node.func.value.func))
 
     def _record_import(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import):
@@ -202,8 +277,12 @@ class StudentCode:
         return self._scan(self.units, machinery=True)
 
     def dynamic(self) -> list[Finding]:
-        """Dynamic accesses that could hide a call (status `needs_review`)."""
-        return self._scan(self.units, machinery=False)
+        """Dynamic accesses that could hide a call, and cells that do not parse (status
+        `needs_review`)."""
+        return sorted(
+            set(self._scan(self.units, machinery=False) + self.unparsed),
+            key=lambda f: (f.cell, f.line, f.what),
+        )
 
     def _machinery(self, node: ast.AST) -> str | None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -216,7 +295,11 @@ class StudentCode:
                 for module, what in MACHINERY_MODULES.items():
                     if what and (name == module or name.startswith(module + ".")):
                         return f"imports {what}"
-        if isinstance(node, ast.Name) and MACHINERY_NAMES.get(node.id):
+        if (
+            isinstance(node, ast.Name)
+            and MACHINERY_NAMES.get(node.id)
+            and id(node) not in self._magic
+        ):
             return f"uses {MACHINERY_NAMES[node.id]}"
         if isinstance(node, ast.Attribute):
             what = MACHINERY_ATTRS.get(node.attr)
@@ -285,9 +368,24 @@ class StudentCode:
 
     # --- one call ---------------------------------------------------------------------------
 
+    def _globals_of(self, unit: _Unit) -> set[str]:
+        """The global names a unit reads or writes (Python's scoping: parameters, locals,
+        comprehension variables and class bodies are not globals)."""
+        key = id(unit.node)
+        if key not in self._globals_cache:
+            names = set()
+            for node, scopes in _scoped(unit.node):
+                if isinstance(node, ast.Name) and not _is_local(node.id, scopes):
+                    names.add(node.id)
+            self._globals_cache[key] = names
+        return self._globals_cache[key]
+
     def reachable(self, name: str, replaced: set[str] = frozenset()) -> list[_Unit]:
-        """The definitions of `name` and of every notebook global they name, transitively
-        (names in `replaced` are swapped for references during the call: not followed)."""
+        """Every unit that can give the code of `name` a value: its definitions, those of every
+        global they name (every binding form), the statements that change a value they read
+        (`fns.append(...)`, `table[k] = ...`, `register(fns)`, from any cell) and the
+        statements that set an attribute of a function or class they use, transitively. Names
+        in `replaced` are swapped for references during the call: not followed."""
         seen: set[str] = set(replaced) - {name}
         todo = [name]
         units: list[_Unit] = []
@@ -296,12 +394,19 @@ class StudentCode:
             if current in seen:
                 continue
             seen.add(current)
-            for unit in self.defs.get(current, []):
+            bindings = self.globals.get(current, [])
+            found = [b.unit for b in bindings if b.unit is not None]
+            if any(b.kind in ("value", "alias") for b in bindings):
+                touching = self.mentions.get(current, [])
+                found += touching
+                for unit in touching:  # a helper that touches the value: every call of it
+                    if isinstance(unit.node, _DEFINITIONS):
+                        found += self.mentions.get(unit.node.name, [])
+            found += self.stored_into.get(current, [])
+            for unit in found:
                 if unit not in units:
                     units.append(unit)
-                for node in ast.walk(unit.node):
-                    if isinstance(node, ast.Name) and node.id in self.defs and node.id not in seen:
-                        todo.append(node.id)
+                    todo.extend(self._globals_of(unit) - seen)
         return units
 
     def violations(
@@ -314,9 +419,9 @@ class StudentCode:
     ) -> list[Finding]:
         """Why the call `name(*args, **kwargs)` may not be graded (empty: it may).
 
-        The answer depends on the arguments only through the modules among them, so it is
-        computed once per function, rule and module types (a test may call a function 1,500
-        times)."""
+        Findings outside the allow-list are also kept in `self.review` (the submission's
+        status becomes `needs_review`). The answer depends on the arguments only through the
+        modules among them, so it is computed once per function, rule and module types."""
         modules = tuple(
             (i, type(v))
             for i, v in enumerate([*args, *kwargs.values()])
@@ -324,7 +429,9 @@ class StudentCode:
         )
         key = (name, tuple(forbidden), frozenset(replaced), modules, tuple(kwargs))
         if key not in self._verdicts:
-            self._verdicts[key] = self._violations(name, forbidden, args, kwargs, replaced)
+            found = self._violations(name, forbidden, args, kwargs, replaced)
+            self.review |= {f for f in found if f.review}
+            self._verdicts[key] = found
         return list(self._verdicts[key])
 
     def _violations(
@@ -338,81 +445,475 @@ class StudentCode:
         units = self.reachable(name, replaced)
         found = self._scan(units, machinery=True) + self._scan(units, machinery=False)
         if not forbidden:
-            return found
-        exact, methods, classes = _forbidden_sets(tuple(forbidden))
+            return sorted(set(found), key=lambda f: (f.cell, f.line, f.what))
+        if not self.globals.get(name) and name not in replaced:
+            found.append(
+                Finding(-1, 0, f"{name} is not defined by a cell the rules can read", True)
+            )
+        rule = _rule(tuple(forbidden), self._context_objects())
+        for kind, obj, dotted in self._resolve_global(name):  # the graded name itself
+            verdict = _judge(obj, rule) if kind == "object" else "allowed"
+            if verdict != "allowed" or kind == "unknown":
+                what = f"{name} is {dotted} itself, not a function of yours"
+                found.append(Finding(-1, 0, what, verdict != "forbidden"))
         module_params = _module_parameters(units, name, args, kwargs)
         for unit in units:
-            for node in ast.walk(unit.node):
-                what = self._forbidden_use(node, exact, methods, classes, module_params)
-                if what:
-                    found.append(Finding(unit.cell, getattr(node, "lineno", 0), what))
+            found += self._check_unit(unit, rule, module_params)
         return sorted(set(found), key=lambda f: (f.cell, f.line, f.what))
 
-    def _forbidden_use(
-        self,
-        node: ast.AST,
-        exact: set[str],
-        methods: set[str],
-        classes: dict[str, set[type]],
-        module_params: dict[str, Any],
-    ) -> str | None:
-        if isinstance(node, ast.Attribute) and node.attr in methods:
-            return f"uses .{node.attr}, which this part asks you to write yourself"
-        if isinstance(node, (ast.Name, ast.Attribute)) or (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "getattr"
-        ):
+    # resolution --------------------------------------------------------------------------
+
+    def _context_objects(self) -> tuple[int, ...]:
+        """ids of the objects the instructor's set-up imports by name (building blocks)."""
+        out = []
+        for binding in self.context.values():
+            if binding.kind == "import":
+                obj = _import_object(binding.target)
+                if obj is not None and not isinstance(obj, types.ModuleType):
+                    out.append(id(obj))
+        return tuple(sorted(out))
+
+    def _resolve_global(self, name: str, depth: int = 0) -> list[tuple[str, Any, str]]:
+        """What a global name can denote: ("object", obj, dotted), ("value", None, name),
+        ("code", None, name) or ("unknown", None, why)."""
+        if depth > 20:
+            return [("unknown", None, f"{name} (aliases too deep)")]
+        bindings = self.globals.get(name) or ([self.context[name]] if name in self.context else [])
+        out: list[tuple[str, Any, str]] = []
+        for binding in bindings:
+            if binding.kind == "import":
+                obj = _import_object(binding.target)
+                out.append(
+                    ("object", obj, binding.target)
+                    if obj is not None
+                    else ("unknown", None, binding.target)
+                )
+            elif binding.kind == "alias":
+                chain = _chain(binding.node)
+                if chain is None:
+                    out.append(("value", None, name))
+                    continue
+                for kind, obj, dotted in self._resolve_global(chain[0], depth + 1):
+                    if kind == "object":
+                        out.append(_follow_attrs(obj, chain[1:], dotted))
+                    else:
+                        out.append((kind, None, name))
+            elif binding.kind in ("code", "value"):
+                out.append((binding.kind, None, name))
+            else:
+                out.append(("unknown", None, name))
+        if not bindings:
+            for module in self.stars + self.context_stars:
+                obj = _import_object(module)
+                if obj is not None and hasattr(obj, name):
+                    out.append(("object", getattr(obj, name), f"{module}.{name}"))
+            if not out and hasattr(builtins, name):
+                out.append(("object", getattr(builtins, name), f"builtins.{name}"))
+            if not out:
+                out.append(("unknown", None, name))
+        return out
+
+    def _check_unit(self, unit: _Unit, rule: _Rule, module_params: dict[str, Any]) -> list[Finding]:
+        found: list[Finding] = []
+        parents = {id(c): p for p in ast.walk(unit.node) for c in ast.iter_child_nodes(p)}
+        alias_value = (
+            unit.node.value
+            if isinstance(unit.node, ast.Assign)
+            and len(unit.node.targets) == 1
+            and isinstance(unit.node.targets[0], ast.Name)
+            else None
+        )
+
+        def add(node: ast.AST, what: str, review: bool) -> None:
+            found.append(Finding(unit.cell, getattr(node, "lineno", 0), what, review))
+
+        for node, scopes in _scoped(unit.node):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in MAGIC_METHODS
+                and isinstance(node.func.value, ast.Call)
+                and id(node.func.value.func) in self._magic
+            ):
+                add(
+                    node, "uses an IPython magic or shell escape, which the rules cannot read", True
+                )
+                continue
+            if not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+                continue
+            parent = parents.get(id(node))
+            if _inside_chain(node, parent):
+                continue
             chain = _chain(node)
-            if chain:
-                dotted = self._dotted(chain)
-                for path in exact | set(classes):
-                    if dotted == path or dotted.startswith(path + "."):
-                        return f"uses {path}, which this part asks you to write yourself"
-        if isinstance(node, ast.Call):
-            chain = _chain(node.func)
-            if chain and chain[0] in module_params:
-                target = _follow(module_params[chain[0]], chain[1:])
-                if target is not None:
-                    for owners in classes.values():
-                        if isinstance(target, tuple(owners)):
-                            return (
-                                f"calls {'.'.join(chain)}(...), a {type(target).__name__} whose "
-                                f"forward this part asks you to write yourself"
-                            )
-        if isinstance(node, (ast.ImportFrom, ast.Import)):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [f"{node.module}.{a.name}" for a in node.names]
+            if chain is None:
+                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    self._value_attrs([node.attr], node, rule, add)
+                continue
+            ctx = getattr(node, "ctx", ast.Load())
+            if not isinstance(ctx, ast.Load) and len(chain) == 1:
+                continue  # a name being bound
+            attrs = chain[1:] if isinstance(ctx, ast.Load) else chain[1:-1]
+            if _is_local(chain[0], scopes):
+                if chain[0] in module_params and len(scopes) == 1:
+                    continue  # a module argument: its calls are checked below
+                self._value_attrs(attrs, node, rule, add)
+                continue
+            for kind, obj, dotted in self._resolve_global(chain[0]):
+                if kind == "object":
+                    kind, obj, dotted = _follow_attrs(obj, attrs, dotted)
+                if kind == "value":
+                    self._value_attrs(attrs, node, rule, add)
+                elif kind == "unknown":
+                    add(node, f"uses {'.'.join(chain)}, which the rules cannot resolve", True)
+                elif kind == "object" and isinstance(ctx, ast.Load):
+                    if isinstance(obj, types.ModuleType) and node is alias_value:
+                        continue  # `F = torch.nn.functional`: followed where F is used
+                    verdict = _judge(obj, rule)
+                    if verdict == "forbidden":
+                        path = rule.forbidden_paths.get(id(_unwrap(obj)), dotted)
+                        add(node, f"uses {path}, which this part asks you to write yourself", False)
+                    elif verdict == "review":
+                        what = "the module " if isinstance(obj, types.ModuleType) else ""
+                        add(
+                            node,
+                            f"uses {what}{dotted}, which is not among the building blocks "
+                            "this part allows",
+                            True,
+                        )
+        for node in ast.walk(unit.node):  # calls of module arguments whose forward is forbidden
+            if isinstance(node, ast.Call):
+                chain = _chain(node.func)
+                if chain and chain[0] in module_params:
+                    target = _follow(module_params[chain[0]], chain[1:])
+                    if target is not None:
+                        for owners in rule.classes.values():
+                            if isinstance(target, tuple(owners)):
+                                add(
+                                    node,
+                                    f"calls {'.'.join(chain)}(...), a {type(target).__name__} "
+                                    "whose forward this part asks you to write yourself",
+                                    False,
+                                )
+        return found
+
+    def _value_attrs(self, attrs: list[str], node: ast.AST, rule: _Rule, add) -> None:
+        """Attributes of a value the rules cannot type (a tensor, most often)."""
+        for attr in attrs:
+            if attr in rule.methods:
+                add(node, f"uses .{attr}, which this part asks you to write yourself", False)
+            elif hasattr(torch.Tensor, attr) and attr not in rule.tensor_attrs:
+                add(
+                    node,
+                    f"uses .{attr}, a tensor method that is not among the building blocks "
+                    "this part allows",
+                    True,
+                )
+
+
+def _parse(source: str) -> tuple[ast.Module | None, int]:
+    """The cell as the kernel runs it: IPython's input transformation (magics, shell escapes,
+    `?` help), then Python's parser. (None, line) when it does not parse."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        code = TransformerManager().transform_cell(source)
+    except Exception:
+        code = source
+    try:
+        return ast.parse(code), 0
+    except SyntaxError as error:
+        return None, error.lineno or 0
+    except (ValueError, RecursionError, MemoryError):
+        return None, 0
+
+
+def _inside_chain(node: ast.AST, parent: ast.AST | None) -> bool:
+    """Is `node` the inner part of a longer chain (`torch` in `torch.softmax`, `F` in
+    `getattr(F, "x")`, the `getattr` name itself)?"""
+    if parent is None:
+        return False
+    if isinstance(parent, ast.Attribute) and parent.value is node:
+        return _chain(parent) is not None or isinstance(node, ast.Call)
+    if (
+        isinstance(parent, ast.Call)
+        and _chain(parent) is not None
+        and (parent.func is node or (parent.args and parent.args[0] is node))
+    ):
+        return True
+    return False
+
+
+def _scoped(root: ast.AST) -> Iterator[tuple[ast.AST, tuple[tuple[str, frozenset[str]], ...]]]:
+    """Every node under `root` with the scopes it is in (innermost last): ("function", locals)
+    or ("class", names of the class body)."""
+    stack: list[tuple[ast.AST, tuple]] = [(root, ())]
+    while stack:
+        node, scopes = stack.pop()
+        yield node, scopes
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            outer = [*args.defaults, *[d for d in args.kw_defaults if d is not None]]
+            if not isinstance(node, ast.Lambda):
+                outer += node.decorator_list + ([node.returns] if node.returns else [])
+                every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+                every += [a for a in (args.vararg, args.kwarg) if a]
+                outer += [a.annotation for a in every if a.annotation is not None]
+            stack += [(c, scopes) for c in outer]
+            inner = (*scopes, ("function", frozenset(_function_locals(node))))
+            body = node.body if isinstance(node.body, list) else [node.body]
+            stack += [(c, inner) for c in body]
+        elif isinstance(node, ast.ClassDef):
+            outer = node.decorator_list + node.bases + [k.value for k in node.keywords]
+            stack += [(c, scopes) for c in outer]
+            names = frozenset(_scope_stores(node.body))
+            stack += [(c, (*scopes, ("class", names))) for c in node.body]
+        elif isinstance(node, _COMPREHENSIONS):
+            generators = node.generators
+            stack.append((generators[0].iter, scopes))
+            targets = frozenset(
+                n.id for g in generators for n in ast.walk(g.target) if isinstance(n, ast.Name)
             )
-            for imported in names:
-                for path in exact | set(classes):
-                    if imported == path:
-                        return f"imports {path}, which this part asks you to write yourself"
-        return None
+            inner = (*scopes, ("function", targets))
+            rest: list[ast.AST] = [g.target for g in generators]
+            rest += [i for g in generators for i in g.ifs] + [g.iter for g in generators[1:]]
+            rest += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            stack += [(c, inner) for c in rest]
+        else:
+            stack += [(c, scopes) for c in ast.iter_child_nodes(node)]
 
 
-def _strip_magics(source: str) -> str:
-    """IPython magics and shell escapes are not Python: blank them for the parser."""
-    return "\n".join(
-        "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
-    )
+def _is_local(name: str, scopes: tuple) -> bool:
+    """Python's lookup: the innermost scope, then the enclosing functions (class bodies are
+    skipped from inside a function)."""
+    for depth, (kind, names) in enumerate(reversed(scopes)):
+        if kind == "class" and depth > 0:
+            continue
+        if name in names:
+            return True
+    return False
 
 
-def _bound_names(node: ast.AST) -> list[str]:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name]
-    names = []
-    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Name):
-                    names.append(sub.id)
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        names += [(a.asname or a.name).split(".")[0] for a in node.names]
+def _scope_nodes(body: list[ast.AST]) -> Iterator[ast.AST]:
+    """The nodes of one scope (nested functions' and classes' bodies left out; their
+    decorators and defaults, evaluated here, kept; comprehensions entered: their walrus
+    targets bind here)."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+            if not isinstance(node, ast.Lambda):
+                todo += node.decorator_list
+        elif isinstance(node, ast.ClassDef):
+            todo += node.decorator_list + node.bases + [k.value for k in node.keywords]
+        elif isinstance(node, ast.comprehension):
+            todo += [node.iter, *node.ifs]  # the target is the comprehension's own
+        else:
+            todo += list(ast.iter_child_nodes(node))
+
+
+def _scope_stores(body: list[ast.AST]) -> set[str]:
+    """Names bound in one scope, `global` declarations not excluded."""
+    names: set[str] = set()
+    for node in _scope_nodes(body):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
     return names
+
+
+def _declared_global(body: list[ast.AST]) -> set[str]:
+    return {n for node in _scope_nodes(body) if isinstance(node, ast.Global) for n in node.names}
+
+
+def _function_locals(node: ast.AST) -> set[str]:
+    args = node.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a}
+    body = node.body if isinstance(node.body, list) else [node.body]
+    return (params | _scope_stores(body)) - _declared_global(body)
+
+
+def _module_bindings(node: ast.AST, unit: _Unit | None) -> list[tuple[str, _Binding]]:
+    """The global names a top-level statement binds, and how (every binding form: def,
+    class, import, assignment and augmented assignment, `for` and `with` targets, walrus,
+    `except ... as`, `match` captures, and `global` names set inside functions)."""
+    out: list[tuple[str, _Binding]] = []
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            name = alias.asname or alias.name.split(".")[0]
+            target = alias.name if alias.asname else name
+            out.append((name, _Binding("import", unit, target)))
+        return out
+    if isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            if alias.name == "*":
+                kind = "star" if node.level == 0 and node.module else "unknown"
+                out.append(("*", _Binding(kind, unit, node.module or "")))
+            elif node.level or not node.module:
+                out.append((alias.asname or alias.name, _Binding("unknown", unit)))
+            else:
+                target = f"{node.module}.{alias.name}"
+                out.append((alias.asname or alias.name, _Binding("import", unit, target)))
+        return out
+    stores = _scope_stores([node])
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        out.append((node.name, _Binding("code", unit)))
+        stores.discard(node.name)
+    simple_alias = (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and _chain(node.value) is not None
+    )
+    for name in sorted(stores):
+        kind = "alias" if simple_alias else "value"
+        out.append((name, _Binding(kind, unit, node=node.value if simple_alias else None)))
+    for sub in ast.walk(node):  # `global g` in any function: g = ... there binds g
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            declared = _declared_global(sub.body)
+            for name in sorted(declared & _scope_stores(sub.body)):
+                out.append((name, _Binding("value", unit)))
+    return out
+
+
+def _stored_into(node: ast.AST) -> set[str]:
+    """Heads of the attribute and item targets a unit writes (`f.x = ...`, `T[k] = ...`,
+    `C.s += ...`, `del T[k]`)."""
+    heads: set[str] = set()
+    for sub in ast.walk(node):
+        targets: list[ast.AST] = []
+        if isinstance(sub, (ast.Assign, ast.Delete)):
+            targets = list(sub.targets)
+        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)):
+            targets = [sub.target]
+        for target in targets:
+            for t in ast.walk(target):
+                if isinstance(t, (ast.Attribute, ast.Subscript)):
+                    head = t
+                    while isinstance(head, (ast.Attribute, ast.Subscript)):
+                        head = head.value
+                    if isinstance(head, ast.Name):
+                        heads.add(head.id)
+    return heads
+
+
+def _import_object(dotted: str) -> Any:
+    """The object a dotted path names, importing only modules of packages the course uses
+    (never a module the learner names): None when it cannot be found."""
+    top = dotted.split(".")[0]
+    if top not in sys.modules and top not in IMPORTABLE:
+        return None
+    if "." not in dotted:
+        try:
+            return importlib.import_module(dotted)
+        except Exception:
+            return None
+    return _resolve(dotted)
+
+
+IMPORTABLE = {
+    "torch", "math", "random", "typing", "collections", "itertools", "functools",
+    "dataclasses", "operator", "copy", "warnings", "re", "string", "unicodedata",
+    "bertcourse", "transformers", "tokenizers", "numpy",
+}  # fmt: skip
+
+
+def _follow_attrs(obj: Any, attrs: list[str], dotted: str) -> tuple[str, Any, str]:
+    for attr in attrs:
+        try:
+            obj = getattr(obj, attr)
+        except Exception:
+            return ("unknown", None, f"{dotted}.{attr}")
+        dotted = f"{dotted}.{attr}"
+    return ("object", obj, dotted)
+
+
+def _unwrap(obj: Any) -> Any:
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    return getattr(obj, "__func__", obj)
+
+
+_PLAIN = (int, float, complex, str, bytes, bool, type(None), torch.dtype, torch.device)
+
+
+def _judge(obj: Any, rule: _Rule) -> str:
+    """ "forbidden", "allowed" or "review" for one resolved object."""
+    try:
+        key = id(_unwrap(obj))
+    except Exception:
+        return "review"
+    if key in rule.forbidden or id(obj) in rule.forbidden:
+        return "forbidden"
+    if isinstance(obj, _PLAIN) or key in rule.allowed or id(obj) in rule.allowed:
+        return "allowed"
+    if isinstance(obj, type) and issubclass(obj, BaseException):
+        return "allowed"
+    if getattr(obj, "__self__", None) in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        return "allowed"  # print's relatives: sys.stderr.write
+    return "review"
+
+
+@functools.lru_cache(maxsize=256)
+def _rule(forbidden: tuple[str, ...], context: tuple[int, ...]) -> _Rule:
+    from bertcourse.grading import allow
+    from bertcourse.grading.forbid import FORBIDDEN
+
+    exact, methods, classes = _forbidden_sets(forbidden)
+    ids: set[int] = set()
+    paths: dict[int, str] = {}
+    for path in exact | set(classes):
+        obj = _resolve(path)
+        if obj is not None:
+            ids.add(id(_unwrap(obj)))
+            paths[id(_unwrap(obj))] = path
+    for owners in classes.values():
+        for cls in owners:
+            ids.add(id(cls))
+    entries = list(allow.BASE)
+    chosen = set(forbidden)
+    for group, extra in allow.EXTRA.items():
+        if chosen & set(FORBIDDEN.get(group, ())):
+            entries += extra
+    for module, extra in allow.EXTRA_BY_MODULE.items():
+        if any(p == module or p.startswith(module + ".") for p in chosen):
+            entries += extra
+    allowed: set[int] = set(context)
+    tensor_attrs = set(allow.TENSOR_ATTRS)
+    for entry in entries:
+        if entry.endswith(".*"):
+            try:
+                module = importlib.import_module(entry[:-2])
+            except ImportError:
+                continue
+            allowed |= {id(v) for k, v in vars(module).items() if not k.startswith("_")}
+            continue
+        obj = _resolve(entry)
+        if obj is not None:
+            allowed.add(id(_unwrap(obj)))
+            allowed.add(id(obj))
+        if entry.startswith("torch.Tensor."):
+            tensor_attrs.add(entry.rsplit(".", 1)[1])
+    tensor_attrs -= methods
+    return _Rule(
+        frozenset(ids),
+        paths,
+        frozenset(methods),
+        classes,
+        frozenset(allowed - ids),
+        frozenset(tensor_attrs),
+    )
 
 
 def _resolve(dotted: str) -> Any:
