@@ -1,5 +1,6 @@
 """Plots used by the book. One module per group of chapters; import the one you need:
 
+    from bertcourse.viz import tokenization  # chapter 0: vocabulary size, [UNK] rate, parameters
     from bertcourse.viz import attention   # chapter 1: score variance, softmax saturation, heatmaps
     from bertcourse.viz import masks       # chapter 2: masks as images, padding invariance
     from bertcourse.viz import mlm         # chapter 3: masking distributions, 80/10/10 shares
