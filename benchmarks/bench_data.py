@@ -45,16 +45,14 @@ def main(argv: list[str] | None = None) -> None:
         f"extracted in {t_extract:.1f} s"
     )
 
-    fast = data.bert_tokenizer()
+    fast = data.load_tokenizer("bert")  # the tokenizers (Rust) backend
     enc, t_fast = timed(fast.encode_batch, sentences, add_special_tokens=False)
     n_tokens = sum(len(e.ids) for e in enc)
     print(
         f"bert-base-uncased WordPiece: {n_tokens:,} tokens; bertcourse (tokenizers): "
         f"{t_fast:.2f} s ({n_tokens / t_fast:,.0f} tokens/s)"
     )
-    from bertcourse.hf import load_tokenizer
-
-    slow = load_tokenizer()
+    slow = data.load_tokenizer("bert", backend="transformers")
     out, t_slow = timed(lambda: [slow(s, add_special_tokens=False)["input_ids"] for s in sentences])
     same = all(a.ids == b for a, b in zip(enc, out))
     print(

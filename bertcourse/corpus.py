@@ -46,9 +46,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertcourse.assets import PACKAGE_DATA
+
 # Bumped whenever a rule above changes, so old caches are not reused.
 CORPUS_VERSION = 3
-SHIPPED = Path(__file__).resolve().parent / "corpus_data" / "stdlib-docstrings.jsonl.gz"
+SHIPPED = PACKAGE_DATA / "stdlib-docstrings.jsonl.gz"
 
 # --------------------------------------------------------------------------------------------
 # Documents and sentences

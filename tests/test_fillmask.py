@@ -20,6 +20,7 @@ from bertcourse.fillmask import (
     FillMaskConfig,
     encode_blanks,
     fill_mask,
+    format_probability,
     head_logits,
     mlm_model,
     sample_chunks,
@@ -271,7 +272,7 @@ def test_fill_mask_feeds_the_blank_token_and_ranks_by_probability(minilm):
     _, tokenizer = minilm
     model = mlm_model(BertModel(BertConfig.tiny(vocab_size=30522)))
     text = "the [MASK] sat on the [MASK]."
-    preds = fill_mask(model, tokenizer, text, top_k=4)
+    preds = fill_mask(model, tokenizer, text, top_k=4, blank_token="[UNK]")
     assert len(preds) == 2 and all(len(p) == 4 for p in preds)
     ids = torch.tensor([tokenizer(text)["input_ids"]])
     positions = (ids[0] == tokenizer.mask_token_id).nonzero().flatten()
@@ -282,10 +283,43 @@ def test_fill_mask_feeds_the_blank_token_and_ranks_by_probability(minilm):
         assert [x.token_id for x in p] == row.topk(4).indices.tolist()
         assert [x.probability for x in p] == pytest.approx(row.topk(4).values.tolist(), abs=1e-6)
         assert [x.token for x in p] == tokenizer.convert_ids_to_tokens([x.token_id for x in p])
-    as_mask = fill_mask(model, tokenizer, text, top_k=4, blank_token="[MASK]")
+    as_mask = fill_mask(model, tokenizer, text, top_k=4)  # the default feeds [MASK] itself
     assert [x.probability for x in as_mask[0]] != [x.probability for x in preds[0]]
     with pytest.raises(ValueError, match=r"no \[MASK\]"):
         fill_mask(model, tokenizer, "nothing to fill here.")
+    with pytest.raises(ValueError, match="top_k must be at least 1"):
+        fill_mask(model, tokenizer, text, top_k=0)
+
+
+def test_one_fill_mask_for_every_tokenizer(minilm):
+    """The same predictions whichever backend of load_tokenizer encodes the text."""
+    from bertcourse.vocab import load_tokenizer
+
+    model = mlm_model(BertModel(BertConfig.tiny(vocab_size=30522)))
+    text = "keys and [MASK] of the dictionary."
+    got = {
+        backend: fill_mask(model, load_tokenizer("bert", backend=backend), text, top_k=5)
+        for backend in ("fast", "transformers", "course")
+    }
+    assert got["fast"] == got["transformers"] == got["course"]
+    first = got["fast"][0][0]
+    token, probability, token_id = first  # a tuple: (token, probability) first, as plots take
+    assert (token, probability) == (first.token, first.probability) and token_id == first.token_id
+
+
+@pytest.mark.parametrize(
+    ("p", "shown"),
+    [(0.41234, "0.412"), (0.0314159, "0.0314"), (0.00127, "0.00127"), (0.000999, "9.99e-04"),
+     (4.2123e-05, "4.21e-05"), (1.0, "1"), (0.0, "0")],
+)  # fmt: skip
+def test_small_probabilities_print_readably(p, shown):
+    assert format_probability(p) == shown
+    assert float(shown) == pytest.approx(p, rel=5e-3)  # 3 significant digits
+
+
+def test_format_probability_rejects_a_non_probability():
+    with pytest.raises(ValueError, match=r"lies in \[0, 1\]"):
+        format_probability(1.5)
 
 
 def test_head_logits_in_chunks_equal_one_pass():

@@ -12,6 +12,7 @@ import torch
 from bertcourse import data
 from bertcourse.config import IGNORE_INDEX
 from bertcourse.pretrain import (
+    MIN_STEPS_TO_LEARN,
     REFIT_MIN_STEPS,
     BatchStats,
     PretrainConfig,
@@ -22,6 +23,7 @@ from bertcourse.pretrain import (
     load_checkpoint,
     main,
     run,
+    too_few_steps_warning,
     unigram_baseline,
 )
 
@@ -110,7 +112,7 @@ def test_fill_mask(smoke_run):
     for p in preds:
         probs = [x[1] for x in p]
         assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
-        assert all(isinstance(t, str) for t, _ in p)
+        assert all(isinstance(x.token, str) and tok.id_to_token(x.token_id) == x.token for x in p)
     with pytest.raises(ValueError, match="no \\[MASK\\]"):
         fill_mask(model, tok, "nothing to fill")
 
@@ -119,6 +121,44 @@ def test_fill_mask_command_line(smoke_run, capsys):
     main(["fill-mask", "--checkpoint", str(smoke_run[0]), "--top-k", "3", "a [MASK] test."])
     out = capsys.readouterr().out
     assert "a [MASK] test." in out and "[MASK] 1:" in out
+    # Every probability is printed readably: 12 steps leave them all small, none is "0.000".
+    model, tok = load_checkpoint(smoke_run[0])
+    want = fill_mask(model, tok, "a [MASK] test.", top_k=3)[0]
+    shown = re.findall(r"(\S+) (\d\S*)", out.split("[MASK] 1:")[1])
+    assert [t for t, _ in shown] == [x.token for x in want]
+    for (_, text), x in zip(shown, want):
+        assert float(text) == pytest.approx(x.probability, rel=5e-3) and text != "0.000"
+
+
+def test_help_shows_the_subcommands(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    usage = capsys.readouterr().out.split("\n\n")[0]  # the usage block, before the description
+    for sub in ("[train]", "fill-mask --checkpoint DIR", "evaluate DIR"):
+        assert sub in usage, usage
+
+
+def test_an_unknown_language_is_refused_with_the_known_ones(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--lang", "xx", "--steps", "1", "--output", str(tmp_path)])
+    assert e.value.code == 2
+    assert "unknown language 'xx': the languages are en" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing was started
+    with pytest.raises(ValueError, match="unknown language"):
+        PretrainConfig(lang="xx")
+    assert PretrainConfig().lang == "en" and SMOKE.replace(lang="en").model_config
+
+
+def test_too_few_steps_warn_and_say_how_many_minutes_are_needed():
+    # 1 step at 500 ms with 40 s of fixed costs: 1,500 steps need 40 + 750 s = 13.2 minutes.
+    warning = too_few_steps_warning(1, 0.5, 40.0)
+    assert warning.startswith("WARNING: 1 step is too few to learn")
+    assert (
+        f"about {MIN_STEPS_TO_LEARN:,} steps" in warning and "--max-minutes 14 or more" in warning
+    )
+    assert "2 steps are too few" in too_few_steps_warning(2, 0.5, 40.0)
+    assert too_few_steps_warning(MIN_STEPS_TO_LEARN, 0.5, 40.0) is None
 
 
 def test_command_line_and_resume_defaults(tmp_path):
@@ -249,7 +289,7 @@ def test_evaluate_checkpoint_reproduces_the_runs_figures(smoke_run, capsys):
     assert "transformers' BertForPreTraining" in printed
 
 
-def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path):
+def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path, capsys):
     data.load_corpus("bert")  # a cold cache would spend the budget on tokenizing
     minutes = 0.25
     cfg = SMOKE.replace(
@@ -258,6 +298,8 @@ def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path):
     report = run(cfg.replace(output_dir=str(tmp_path / "fitted")))
     n = report["config"]["steps"]  # the fitted number of steps, saved with the run
     assert n > 20 and report["config"]["max_minutes"] == minutes
+    if n < MIN_STEPS_TO_LEARN:  # 15 s: on any CPU, too few to learn, and the run says so
+        assert re.search(r"WARNING: [\d,]+ steps are too few to learn.*--max-minutes \d+", capsys.readouterr().err)  # fmt: skip
     # All fitted steps run unless the machine slows down after the timing (a busy machine:
     # then the time limit stops the run); either way the run ends near the budget.
     assert report["steps_done"] == n or report["stopped_by"] == "max_minutes"

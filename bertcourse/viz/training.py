@@ -1,4 +1,5 @@
-"""Plots for chapters 4-7 of the book: the loss, NSP, Adam and its schedule, the whole model.
+"""Plots for chapters 4-7 of the book: the loss, NSP, Adam and its schedule, the whole model,
+and the figures that ``python -m bertcourse.pretrain`` saves with its report.
 
 Every function takes numbers that the book computed with bertcourse (it never computes them
 itself) and returns a `matplotlib.figure.Figure` made with `plt.subplots`, so a notebook cell
@@ -15,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from bertcourse.viz.style import BLUE, CYCLE, GREY, HEATMAP, ORANGE, as_array
+from bertcourse.viz.style import BLUE, CYCLE, GREEN, GREY, HEATMAP, ORANGE, as_array
 
 __all__ = [
     "plot_surprisal",
@@ -30,6 +31,8 @@ __all__ = [
     "plot_parameter_breakdown",
     "plot_similarity_matrix",
     "plot_fill_mask",
+    "plot_pretraining_curves",
+    "plot_lr_schedule",
     "plot_speed_ladder",
 ]
 
@@ -503,19 +506,68 @@ def plot_fill_mask(
     """One panel per sentence: the top-k tokens and their probabilities as horizontal bars.
 
     Args:
-        predictions: `{sentence: [(token, probability), ...]}`, most probable first.
+        predictions: `{sentence: [(token, probability), ...]}`, most probable first (the
+            `Prediction`s of `bertcourse.fillmask.fill_mask` work as they are).
     """
     n = len(predictions)
     fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.0), squeeze=False)
     for ax, (sentence, preds) in zip(axes[0], predictions.items()):
-        toks = [t for t, _ in preds][::-1]
-        probs = as_array([p for _, p in preds])[::-1]
+        toks = [p[0] for p in preds][::-1]  # (token, probability) pairs or Predictions
+        probs = as_array([p[1] for p in preds])[::-1]
         ax.barh(np.arange(len(toks)), probs, color=BLUE)
         ax.set_yticks(np.arange(len(toks)), toks, fontsize=8)
         ax.set_xlim(0, max(1e-9, probs.max()) * 1.15)
         ax.set_xlabel("probability")
         ax.set_title(textwrap.fill(sentence, 40), fontsize=8)
     fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+# --- The pretraining command's report -------------------------------------------------------
+
+
+def plot_pretraining_curves(report: Mapping) -> Figure:
+    """Losses, MLM accuracy and NSP accuracy of a pretraining run, training and held-out.
+
+    Args:
+        report: the ``report.json`` of ``python -m bertcourse.pretrain`` (as a dict): its
+            ``history`` (``train`` and ``eval`` rows) and ``unigram_baseline``.
+    """
+    train, ev = report["history"]["train"], report["history"]["eval"]
+    base = report["unigram_baseline"]
+    s, es = [r["step"] for r in train], [r["step"] for r in ev]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    ax = axes[0]
+    ax.plot(s, [r["mlm_loss"] for r in train], label="MLM train", color=BLUE, alpha=0.7)
+    ax.plot(es, [r["mlm_loss"] for r in ev], "o-", label="MLM held-out", color=BLUE)
+    ax.plot(s, [r["nsp_loss"] for r in train], label="NSP train", color=ORANGE, alpha=0.7)
+    ax.plot(es, [r["nsp_loss"] for r in ev], "o-", label="NSP held-out", color=ORANGE)
+    ax.axhline(base["mlm_loss"], ls="--", color=GREY, label="unigram MLM loss")
+    ax.set(xlabel="step", ylabel="cross-entropy (nats)", title="Losses")
+    ax = axes[1]
+    ax.plot(s, [r["mlm_acc"] for r in train], label="train", color=BLUE, alpha=0.7)
+    ax.plot(es, [r["mlm_acc"] for r in ev], "o-", label="held-out", color=BLUE)
+    ax.plot(es, [r["mlm_acc_at_mask"] for r in ev], "s:", label="held-out, [MASK] only", color=GREEN)  # fmt: skip
+    ax.axhline(base["mlm_acc"], ls="--", color=GREY, label="unigram baseline")
+    ax.set(xlabel="step", ylabel="accuracy", title="MLM accuracy", ylim=(0, None))
+    ax = axes[2]
+    ax.plot(s, [r["nsp_acc"] for r in train], label="train", color=ORANGE, alpha=0.7)
+    ax.plot(es, [r["nsp_acc"] for r in ev], "o-", label="held-out", color=ORANGE)
+    ax.axhline(0.5, ls="--", color=GREY, label="chance")
+    ax.set(xlabel="step", ylabel="accuracy", title="NSP accuracy", ylim=(0, 1))
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_lr_schedule(report: Mapping) -> Figure:
+    """The learning rate of every logged step of a pretraining run (its ``report.json``)."""
+    train = report["history"]["train"]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot([r["step"] for r in train], [r["lr"] for r in train], color=BLUE)
+    ax.set(xlabel="step", ylabel="learning rate", title=f"Schedule: {report['config']['schedule']}")
     fig.tight_layout()
     return fig
 

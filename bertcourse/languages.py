@@ -1,0 +1,93 @@
+"""Languages as configurations: which documents, which vocabularies, which normalization.
+
+Everything the pretraining path needs to know about a language is one :class:`Language`
+value; the code path is the same for every language. ``python -m bertcourse.pretrain
+--lang CODE`` and ``load_corpus(..., lang=CODE)`` look the code up in :data:`LANGUAGES`.
+Today the registry has one entry, ``"en"``: the standard library's docstrings
+(:mod:`bertcourse.corpus`) with bert-base-uncased's vocabulary or a WordPiece vocabulary
+trained on them. A second language is a second entry (:func:`register_language`), not a copy
+of the English code.
+"""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertcourse import assets, corpus
+from bertcourse.corpus import Document
+
+
+@dataclass(frozen=True)
+class Language:
+    """One language of the pretraining path.
+
+    Attributes:
+        code: the ``--lang`` value (``"en"``).
+        name: for messages (``"English"``).
+        documents: the offline corpus, ``() -> list[Document]`` (deterministic: the same
+            documents on every machine).
+        corpus_name: what reports call the corpus (``"stdlib"``).
+        corpus_version: bumped when the corpus rules change (keys the caches).
+        corpus_source: ``() -> object`` whose ``repr`` identifies the corpus's input (keys the
+            tokenized-corpus cache).
+        pretrained_vocab: ``() -> Path`` of the ``vocab.txt`` that the tokenizer name
+            ``"bert"`` loads (a published model's vocabulary), or None if there is none.
+        lowercase: the normalizer lowercases and strips accents (uncased vocabularies).
+        default_tokenizer: the tokenizer name a pretraining run uses unless told otherwise.
+    """
+
+    code: str
+    name: str
+    documents: Callable[[], list[Document]]
+    corpus_name: str
+    corpus_version: int
+    corpus_source: Callable[[], object]
+    pretrained_vocab: Callable[[], Path] | None = None
+    lowercase: bool = True
+    default_tokenizer: str = "wordpiece-8192"
+
+
+def _stdlib_source() -> tuple[str, str, str]:
+    return ("stdlib", sys.version, sysconfig.get_paths()["stdlib"])
+
+
+ENGLISH = Language(
+    code="en",
+    name="English",
+    documents=corpus.stdlib_corpus,
+    corpus_name="stdlib",
+    corpus_version=corpus.CORPUS_VERSION,
+    corpus_source=_stdlib_source,
+    pretrained_vocab=assets.bert_vocab_path,
+)
+
+LANGUAGES: dict[str, Language] = {ENGLISH.code: ENGLISH}
+
+
+def register_language(language: Language) -> Language:
+    """Add ``language`` to :data:`LANGUAGES` (a code can be registered once)."""
+    if language.code in LANGUAGES and LANGUAGES[language.code] != language:
+        raise ValueError(f"language {language.code!r} is already registered")
+    LANGUAGES[language.code] = language
+    return language
+
+
+def get_language(code: str | Language) -> Language:
+    """The registered :class:`Language` of ``code`` (a Language is returned as it is)."""
+    if isinstance(code, Language):
+        return code
+    try:
+        return LANGUAGES[code]
+    except KeyError:
+        raise ValueError(
+            f"unknown language {code!r}: the languages are {', '.join(sorted(LANGUAGES))} "
+            "(add one with bertcourse.languages.register_language)"
+        ) from None
+
+
+def language_codes() -> Sequence[str]:
+    return sorted(LANGUAGES)
