@@ -766,3 +766,18 @@ def test_the_course_answers_pass_the_allow_list() -> None:
             ]
     assert bad == [], bad
     assert forbidding >= 40  # the test really judged the forbidding parts
+
+
+def test_a_call_past_its_time_limit_is_timed_out_whatever_the_message() -> None:
+    """The fact travels in the outcome (`timed_out`), not in the wording of a message."""
+    spec = _toy_spec()
+
+    def slow(request: str) -> str:
+        raise TimeoutError("deadline")  # no "did not finish within" in it
+
+    referee = Referee(spec, "toy", _answers(spec), send=slow, secret=b"k" * 32)
+    referee.run_setup("setup")
+    outcome = referee.run_test("scale_tests", deadline=float("inf"))
+    assert not outcome.passed and outcome.timed_out
+    late = referee.run_test("scale_tests", deadline=0.0)
+    assert not late.passed and late.timed_out

@@ -24,4 +24,4 @@ This package's __init__ imports nothing heavy.
 
 from bertcourse.grade.status import Status  # noqa: E402
 
-STATUSES = tuple(s.value for s in Status)
+__all__ = ["Status"]

@@ -80,6 +80,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--memory", type=int, default=2048, help="MiB per kernel, children included (%(default)s)"
     )
     parser.add_argument(
+        "--worker-memory",
+        type=int,
+        default=4096,
+        help="MiB per grader worker, the referee's side of one submission (0: no cap; %(default)s)",
+    )
+    parser.add_argument(
         "--max-processes", type=int, default=256, help="processes/threads per kernel (%(default)s)"
     )
     parser.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
@@ -150,6 +156,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["report"]:  # the class report: python -m bertcourse.grade report A [A ...]
+        from bertcourse.grade import classreport
+
+        return classreport.main(argv[1:])
     args = parse_args(argv)
     from bertcourse.grade.runner import Options, run
 
@@ -175,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         cell_timeout=args.cell_timeout,
         notebook_timeout=args.notebook_timeout,
         memory_mib=args.memory,
+        worker_memory_mib=args.worker_memory,
         max_processes=args.max_processes,
         feedback=not args.no_feedback,
         isolate=not args.no_isolation,

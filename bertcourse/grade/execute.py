@@ -17,7 +17,6 @@ kernel start-up, per-cell timeout with interrupt, output handling) with four cha
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import dataclasses
 import json
@@ -34,9 +33,10 @@ from nbgrader.preprocessors import Execute
 
 from bertcourse.grade.isolation import KernelJail, Zygote
 from bertcourse.grade.referee import KernelGone, Referee
+from bertcourse.grading import codec
 from bertcourse.grading.values import GradingError
 
-MAX_REPLY_CHARS = 100 << 20  # the codec's own limit is 64 MiB of JSON
+MAX_REPLY_CHARS = codec.Limits().max_bytes
 
 MEMORY_ERROR_MARKERS = (
     "MemoryError",
@@ -72,9 +72,8 @@ class CellResult:
     grade_id: str
     max_score: float
     score: float = 0.0
-    outcome: str = "not_run"  # passed, failed, timed_out, not_run, no_verdict
+    outcome: str = "not_run"  # passed, failed, timed_out, not_run
     message: str = ""
-    tampered: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -87,7 +86,6 @@ class RunResult:
     deadline_hit: bool = False
     memory_exceeded: bool = False
     started: bool = False
-    tampered: list[str] = dataclasses.field(default_factory=list)
     output_truncated: bool = False
     error: str = ""
     seconds: float = 0.0
@@ -239,7 +237,9 @@ class NotebookRun(Execute):
             )
         except (DeadKernelError, CellControlSignal, CellTimeoutError, RuntimeError) as error:
             self._kernel_gone = True
-            raise KernelGone(f"the kernel stopped answering: {error}") from None
+            # a kernel that ignored the interrupt at its time limit is killed for time
+            timed_out = isinstance(error, CellTimeoutError) or self._timed_out_now
+            raise KernelGone(f"the kernel stopped answering: {error}", timed_out) from None
         finally:
             self.timeout_func = self._cell_timeout
             self._scratch_outputs.extend(scratch.outputs[:20])
@@ -266,9 +266,14 @@ class NotebookRun(Execute):
             outcome = await loop.run_in_executor(
                 None, self.referee.run_test, result.grade_id, deadline
             )
-        except KernelGone:
+        except KernelGone as gone:
             outcome = None
+            killed_for_time = gone.timed_out
         cell.outputs = [o for o in self._scratch_outputs if o.get("output_type") == "stream"][:20]
+        if outcome is None and killed_for_time:  # earlier parts keep their points
+            result.outcome = "timed_out"
+            result.message = "the call ran past its time limit and the kernel was stopped"
+            raise CellTimeoutError("the kernel ignored the interrupt at its time limit")
         if outcome is None:
             result.outcome = "not_run"
             result.message = "the kernel stopped during this test"
@@ -280,7 +285,7 @@ class NotebookRun(Execute):
         if outcome.passed:
             result.outcome, result.score = "passed", result.max_score
         else:
-            result.outcome = "timed_out" if "did not finish within" in outcome.message else "failed"
+            result.outcome = "timed_out" if outcome.timed_out else "failed"
             result.message = outcome.message[:2000]
             cell.outputs.append(_error_output("GradingError", result.message, []))
 
@@ -332,8 +337,6 @@ class NotebookRun(Execute):
             if self._remaining() <= 0 and not outcome.kernel_died:
                 outcome.deadline_hit = outcome.timed_out = True
         outcome.output_truncated = bool(self._truncated)
-        for result in results.values():
-            outcome.tampered += result.tampered
 
 
 def _is_setup(cell: NotebookNode) -> bool:
@@ -361,8 +364,8 @@ def _error_output(ename: str, evalue: str, traceback: list[str]) -> NotebookNode
 
 
 def _expression_text(reply: dict[str, Any] | None, key: str) -> str | None:
-    """The string a user expression returned, or None (a Python string literal is parsed with
-    `ast.literal_eval`, which evaluates nothing)."""
+    """The text a user expression showed (`remote.Reply`: the codec's text itself), or None.
+    Nothing is evaluated or parsed here: the referee decodes it with the codec's limits."""
     if not reply:
         return None
     try:
@@ -370,12 +373,11 @@ def _expression_text(reply: dict[str, Any] | None, key: str) -> str | None:
         if value.get("status") != "ok":
             return None
         text = value["data"]["text/plain"]
-        if not isinstance(text, str) or len(text) > MAX_REPLY_CHARS:
-            return None
-        out = ast.literal_eval(text)
-        return out if isinstance(out, str) else None
-    except (KeyError, TypeError, ValueError, SyntaxError, RecursionError, MemoryError):
+    except (KeyError, TypeError, AttributeError):
         return None
+    if not isinstance(text, str) or len(text) > MAX_REPLY_CHARS:
+        return None
+    return text
 
 
 def memory_error_in(nb: NotebookNode) -> bool:

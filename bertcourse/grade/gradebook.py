@@ -25,13 +25,11 @@ from typing import Any, TypeVar
 
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy import Column, DateTime, Float, String, Text, create_engine, text
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import declarative_base
 
 from bertcourse.grade.results import StoredGrade, SubmissionResult  # noqa: E402
 from bertcourse.grade.status import PENDING, Status  # noqa: E402
-
-STATUSES = tuple(s.value for s in Status)
 
 Base = declarative_base()
 T = TypeVar("T")
@@ -126,10 +124,19 @@ class GradebookWriter:
         self.gb.close()
 
     def _status_row(self, assignment: str, student: str) -> GradeStatus:
-        row = self.db.get(GradeStatus, (self.course_id, assignment, student))
+        """The student's status row, created if missing: an upsert (a row another process
+        wrote meanwhile, a dead worker's included, is updated, never inserted twice)."""
+        key = (self.course_id, assignment, student)
+        row = self.db.get(GradeStatus, key)
         if row is None:
-            row = GradeStatus(course_id=self.course_id, assignment=assignment, student_id=student)
-            self.db.add(row)
+            try:
+                with self.db.begin_nested():
+                    row = GradeStatus(
+                        course_id=self.course_id, assignment=assignment, student_id=student
+                    )
+                    self.db.add(row)
+            except IntegrityError:
+                row = self.db.get(GradeStatus, key, populate_existing=True)
         return row
 
     def _transaction(self, body: Callable[[], None]) -> None:

