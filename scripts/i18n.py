@@ -50,8 +50,10 @@ LOCALES = ROOT / "locales"
 CATALOGS = LOCALES / LANGUAGE / "LC_MESSAGES"
 TRANSLATED_LIST = LOCALES / LANGUAGE / "translated.txt"
 GLOSSARY = ROOT / "book" / "glossary.md"
-POT_DIR = ROOT / "_build" / "gettext"
+# (myst-nb writes executed notebooks beside a Sphinx output folder: keep them out of _build/)
+POT_DIR = ROOT / "_build" / "i18n" / "gettext"
 ZH_SITE = ROOT / "_build" / "html" / "zh"
+ZH_BUILD = ROOT / "_build" / "zh" / "html"
 # catalogues of the theme's and Sphinx's own words (not pages): see bertcourse/viz/i18n_ext.py
 THEME_DOMAINS = ("sphinx", "booktheme")
 # the words of the figures: every `label("...")` in bertcourse/viz (bertcourse/viz/lang.py)
@@ -73,8 +75,12 @@ def sphinx_overrides(language: str | None, execute: str = "cache") -> dict:
         "gettext_location": False,  # no "#: file:line" comments: they churn with every edit
         "gettext_uuid": False,
         "gettext_auto_build": True,
-        # the English build's execution cache (book_ext keys a folder below it to the package)
-        "nb_execution_cache_path": str(ROOT / "_build" / ".jupyter_cache"),
+        # the English build's execution cache (book_ext keys a folder below it to the package,
+        # and deletes the folders of other package versions: an extraction that executes
+        # nothing must not touch it)
+        "nb_execution_cache_path": str(
+            ROOT / "_build" / (".jupyter_cache" if execute == "cache" else "i18n/.jupyter_cache")
+        ),
         "nb_execution_mode": execute,
     }
     if language:
@@ -117,10 +123,12 @@ def run_sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, stri
 
 
 def extract(out: Path, execute: str = "cache") -> dict[str, Path]:
-    """Run the gettext builder into `out`; return page -> .pot (page as 'book/ch03_mlm')."""
-    doctrees = (
-        ROOT / "_build" / (".doctrees-gettext" if execute == "cache" else ".doctrees-gettext-off")
-    )
+    """Run the gettext builder into `out`; return page -> .pot (page as 'book/ch03_mlm').
+
+    Its doctrees are kept in _build/i18n (one folder per execution mode), so an extraction
+    after an English edit reads only the pages that changed.
+    """
+    doctrees = ROOT / "_build" / "i18n" / f".doctrees-{execute}"
     rc = run_sphinx("gettext", out, doctrees, sphinx_overrides(None, execute), strict=False)
     if rc != 0:
         raise SystemExit(f"i18n: sphinx-build -b gettext failed (exit {rc})")
@@ -438,7 +446,7 @@ def stale_problems(fast: bool) -> list[str]:
 
     problems = []
     with tempfile.TemporaryDirectory(prefix="bertcourse-gettext-") as tmp:
-        pots = extract(Path(tmp), "off" if fast else "cache")
+        pots = extract(Path(tmp) / "gettext", "off" if fast else "cache")
         catalogs = page_catalogs()
         for page, pot in pots.items():
             if page not in catalogs:
@@ -535,16 +543,33 @@ def cmd_stat(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    """The Chinese site into _build/html/zh, from the English build's execution cache."""
+    """The Chinese site into _build/html/zh, from the English build's execution cache.
+
+    Sphinx builds into _build/zh/html (myst-nb keeps its executed notebooks and images beside
+    the output folder, in _build/zh/jupyter_execute, not inside the English site), and the result
+    is copied to _build/html/zh, where the language switch expects it.
+    """
+    problems = check(stale=False)  # the cheap checks; the stale check re-extracts every page
+    if problems:
+        for p in problems:
+            print(f"FAIL {p}")
+        print("== Chinese edition not built: fix the catalogues (locales/README.md)")
+        return 1
     start = time.monotonic()
     rc = run_sphinx(
         "html",
-        ZH_SITE,
-        ROOT / "_build" / ".doctrees-zh_CN",
+        ZH_BUILD,
+        ROOT / "_build" / "zh" / ".doctrees",
         sphinx_overrides(LANGUAGE, "cache"),
         strict=args.strict,
     )
-    print(f"== Chinese edition built in {time.monotonic() - start:.0f} s: {ZH_SITE}/index.html")
+    built_s = time.monotonic() - start
+    if (ZH_BUILD / "index.html").is_file():
+        if ZH_SITE.exists():
+            shutil.rmtree(ZH_SITE)
+        shutil.copytree(ZH_BUILD, ZH_SITE, ignore=shutil.ignore_patterns(".buildinfo"))
+    status = "built" if rc == 0 else f"FAILED (exit {rc})"
+    print(f"== Chinese edition {status} in {built_s:.0f} s: {ZH_SITE / 'index.html'}")
     return rc
 
 
