@@ -257,7 +257,7 @@ def test_exercise_titles_match_the_chapters():
 # "feedback that names the misconception", checked on the realistic wrong answers
 KNOWN_MISTAKES = [
     ("ch01_attention", "no 1/sqrt(d_k) scaling", "no 1/sqrt(d_k) scaling"),
-    ("ch01_attention", "divides by d_k instead", "divided by d_k instead of sqrt(d_k)"),
+    ("ch01_attention", "divides by d_k instead", "divided by d_k, not sqrt(d_k)"),
     ("ch01_attention", "softmax over the queries", "the softmax over the queries"),
     ("ch02_masks", "inverted (1 = padding)", "an inverted mask (1 = padding)"),
     ("ch02_masks", "the original's -10000", "-10000 instead of the dtype's minimum"),
@@ -324,6 +324,16 @@ def test_every_known_mistake_links_a_section_of_the_book():
     assert not problems, "\n".join(problems)
 
 
+# every mistake's headline: the first line of a failure that names it
+HEADLINES = {m.headline for catalogue in _catalogues().values() for m in catalogue}
+
+
+def named_mistake(error: str) -> str | None:
+    """The headline a failure's first line gives ("GradingError: <headline>"), or None."""
+    first = error.split(": ", 1)[-1].splitlines()[0] if error else ""
+    return first if first in HEADLINES else None
+
+
 @pytest.mark.parametrize("assignment, label, mistake", KNOWN_MISTAKES)
 def test_feedback_names_the_mistake(assignment, label, mistake):
     """The wrong answer fails its part, and the first line of the message names its mistake
@@ -347,7 +357,7 @@ def test_feedback_names_the_mistake(assignment, label, mistake):
             except Exception as error:  # noqa: BLE001 - a test cell's failure is its message
                 messages[meta.get("grade_id")] = str(error)
     first_line = messages.get(f"{answer.grade_id}_tests", "(passed)").splitlines()[0]
-    assert "This is what" in first_line and mistake in first_line, first_line
+    assert first_line in HEADLINES and mistake in first_line, first_line
 
 
 def test_assignments_are_well_formed():
@@ -396,7 +406,20 @@ def test_answers_in_process(assignment):
             problems.append(
                 f"{answer.kind} {answer.grade_id} ({answer.label}): expected to fail {expected or 'nothing'}, failed {details or 'nothing'}"
             )
+        elif answer.kind == "wrong":
+            problems += name_problems(answer, results[f"{answer.grade_id}_tests"])
     assert not problems, "\n".join(problems)
+
+
+def name_problems(answer: Answer, error: str) -> list[str]:
+    """A wrong answer's failure names its mistake ("# names: ...") or names none: a name
+    given to an answer that makes another mistake teaches the wrong lesson."""
+    named = named_mistake(error)
+    if answer.names and (named is None or answer.names not in named):
+        return [f"wrong {answer.grade_id} ({answer.label}): should name {answer.names!r}: {error}"]
+    if named and not answer.names:
+        return [f"wrong {answer.grade_id} ({answer.label}): named {named!r}, a wrong name"]
+    return []
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

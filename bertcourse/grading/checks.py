@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import linecache
 import math
+import os
+import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -11,9 +15,10 @@ import torch
 from torch import Tensor, nn
 
 from bertcourse.grading.forbid import _reference_callable, run
-from bertcourse.grading.mistakes import Mistake, diagnose
+from bertcourse.grading.mistakes import HEADLINE_WIDTH, Mistake, diagnose
 from bertcourse.grading.mistakes import message as mistake_message
 from bertcourse.grading.values import (
+    ForbiddenCallError,
     GradingError,
     _call_text,
     _compare,
@@ -66,6 +71,7 @@ def check_close(
         **kwargs: keyword arguments for both functions.
     """
     __tracebackhide__ = True
+    _PARTS.checking(fn)
     call = _call_text(fn, args, kwargs)
     ref = _reference_callable(reference)
     with warnings.catch_warnings():
@@ -93,9 +99,10 @@ def check_close(
             args,
             kwargs,
             lambda g, w: _compare(g, w, "output", atol, rtol, check_dtype),
+            call=lambda *a, **k: run(fn, *a, forbid=forbid, use_reference=use_reference, **k),
         )
         if known:
-            header = f"{call} returned a wrong result. {mistake_message(known)}"
+            header = f"{mistake_message(known)}\n{header}"
         _fail(header, lines, hint)
     if not quiet:
         print(f"OK {call}")
@@ -185,3 +192,109 @@ def check_proportion(
             [],
             hint,
         )
+
+
+# --- what a learner sees in JupyterLab and `nbgrader validate` --------------------------------
+#
+# IPython prints every frame of a traceback and never hides the innermost one, so a failed
+# check would end in this file (`raise GradingError(text)`), and `nbgrader validate` cuts each
+# line at 87 characters. In an IPython kernel, a failed check is shown instead as: the message
+# (its first line names the mistake and the book's section), the parts checked so far in this
+# kernel (passed ones too), and the line of the learner's cell that failed. `str(error)` (what
+# the referee and nbgrader's autograder keep) is unchanged.
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclasses.dataclass
+class _PartLog:
+    """The test cells run in this kernel: part (the learner's function) -> passed."""
+
+    results: dict[str, bool] = dataclasses.field(default_factory=dict)
+    current: list[str] = dataclasses.field(default_factory=list)
+
+    def checking(self, fn: Any) -> None:
+        name = getattr(fn, "__name__", None)
+        if isinstance(name, str) and name not in self.current:
+            self.current.append(name)
+
+    def pre_run_cell(self, *_: Any) -> None:
+        self.current = []
+
+    def post_run_cell(self, result: Any) -> None:
+        if self.current:
+            part = self.current[0]
+            self.results.pop(part, None)  # a part run again moves to the end
+            self.results[part] = bool(getattr(result, "success", True))
+
+    def summary(self, failing: str | None) -> str:
+        marks = [f"{'✓' if ok else '✗'} {name}" for name, ok in self.results.items()]
+        if failing:
+            marks.append(f"✗ {failing} (this cell)")
+        return "Parts checked so far: " + (", ".join(marks) if marks else "none")
+
+
+_PARTS = _PartLog()
+
+
+def _learner_frame(tb: Any) -> Any:
+    """The last frame of the traceback outside the grading package (the learner's cell)."""
+    last = tb
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(PACKAGE_DIR):
+            last = tb
+        tb = tb.tb_next
+    return last
+
+
+def learner_traceback(error: BaseException, tb: Any) -> list[str]:
+    """The lines a learner sees for a failed check: the message first (its first line is the
+    mistake's headline), the parts so far, then the cell and line that failed, and no frame
+    of the grading package."""
+    lines = str(error).splitlines() or [type(error).__name__]
+    if not isinstance(error, GradingError):
+        lines[0] = f"{type(error).__name__}: {lines[0]}"
+    failing = _PARTS.current[0] if _PARTS.current else None
+    lines.append(_PARTS.summary(failing))
+    frame = _learner_frame(tb)
+    if frame is not None:
+        code = frame.tb_frame.f_code
+        source = linecache.getline(code.co_filename, frame.tb_lineno).strip()
+        lines.append(f"(in this cell, line {frame.tb_lineno}: {source})")
+    return [wrapped for line in lines for wrapped in _wrap(line)]
+
+
+def _wrap(line: str) -> list[str]:
+    """A line cut into lines of at most HEADLINE_WIDTH characters, with its indent kept."""
+    indent = line[: len(line) - len(line.lstrip())]
+    return textwrap.wrap(
+        line,
+        HEADLINE_WIDTH,
+        subsequent_indent=indent + "    ",
+        break_long_words=True,
+        break_on_hyphens=False,
+    ) or [line]
+
+
+def _ipython_handler(shell: Any, etype: Any, value: Any, tb: Any, tb_offset: Any = None):
+    """IPython's CustomTB: it shows the traceback itself (the kernel sends it as the error)."""
+    shell._showtraceback(etype, value, learner_traceback(value, tb))
+
+
+def _install_in_ipython() -> None:
+    """Show failed checks as `learner_traceback` in an IPython kernel that has no custom handler."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # not in a kernel
+        return
+    shell = get_ipython()
+    if shell is None or getattr(shell, "_bertcourse_checks", False):
+        return
+    shell._bertcourse_checks = True
+    shell.events.register("pre_run_cell", _PARTS.pre_run_cell)
+    shell.events.register("post_run_cell", _PARTS.post_run_cell)
+    if not shell.custom_exceptions:
+        shell.set_custom_exc((GradingError, ForbiddenCallError), _ipython_handler)
+
+
+_install_in_ipython()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,13 +25,35 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+# The first line of a failure must fit what `nbgrader validate` prints of a traceback line
+# (Validator.width 90: 4 spaces of indent, lines cut after 87 characters) and the JupyterLab
+# Validate dialog, which does not wrap.
+HEADLINE_WIDTH = 83
+_WHERE = re.compile(r"chapter (\d+), '(.*?)'(?= \(|$)")
+
 
 @dataclasses.dataclass(frozen=True)
 class Mistake:
-    name: str  # short: "the scores divided by d_k instead of sqrt(d_k)"
+    name: str  # short: "scores divided by d_k, not sqrt(d_k)"
     why: str  # one sentence: what is wrong and what is right
-    where: str  # the book section that explains it
+    where: str  # the book section that explains it: "chapter N, 'Section'" (+ a remark)
     compute: Callable[..., Any]  # what the mistake gives, from the reference's arguments
+
+    @property
+    def chapter(self) -> str:
+        """ "chapter N, Section" (no quotes, no remark), or "chapter N" when that is too long."""
+        match = _WHERE.match(self.where)
+        if not match:
+            return self.where
+        full = f"chapter {match.group(1)}, {match.group(2)}"
+        if len(self.name) + 3 + len(full) <= HEADLINE_WIDTH:
+            return full
+        return f"chapter {match.group(1)}"
+
+    @property
+    def headline(self) -> str:
+        """The failure's first line: what is wrong, where the book explains it."""
+        return f"{self.name} — {self.chapter}"
 
 
 def _attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, scale: float, dim: int):
@@ -107,7 +130,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
             lambda q, k, v, bias=None: _attention(q, k, v, bias, 1.0, -1),
         ),
         Mistake(
-            "the scores divided by d_k instead of sqrt(d_k)",
+            "scores divided by d_k, not sqrt(d_k)",
             "the dot product's standard deviation grows like sqrt(d_k), so that is the divisor",
             SDPA_DIM,
             lambda q, k, v, bias=None: _attention(q, k, v, bias, 1.0 / q.shape[-1], -1),
@@ -275,23 +298,57 @@ CATALOGUE: dict[str, list[Mistake]] = {
 }
 
 
+Probe = tuple[tuple[Any, ...], dict[str, Any]]  # the reference's (args, kwargs)
+
+
+def _split_key(mistakes: str) -> tuple[Any, str]:
+    """The module whose catalogue holds `mistakes` ("chNN:key" or a key of this module)."""
+    if ":" not in mistakes:
+        return importlib.import_module(__name__), mistakes
+    chapter, key = mistakes.split(":", 1)
+    try:
+        return importlib.import_module(f"bertcourse.grading.catalogues.{chapter}"), key
+    except ModuleNotFoundError:
+        return None, key
+
+
 def resolve(mistakes: str | Sequence[Mistake]) -> list[Mistake]:
     """The catalogue named `mistakes`: a key of `CATALOGUE`, or "chNN:key" for a key of the
     `CATALOGUE` of `bertcourse.grading.catalogues.chNN` (one module per chapter)."""
     if not isinstance(mistakes, str):
         return list(mistakes)
-    catalogue = CATALOGUE
-    key = mistakes
-    if ":" in mistakes:
-        chapter, key = mistakes.split(":", 1)
-        try:
-            module = importlib.import_module(f"bertcourse.grading.catalogues.{chapter}")
-        except ModuleNotFoundError:
-            module = None
-        catalogue = getattr(module, "CATALOGUE", {})
+    module, key = _split_key(mistakes)
+    catalogue = getattr(module, "CATALOGUE", {})
     if key not in catalogue:
         raise LookupError(f"grading setup: no catalogue of mistakes named {mistakes!r}")
     return catalogue[key]
+
+
+def probes(mistakes: str | Sequence[Mistake]) -> list[Probe]:
+    """The inputs that tell the mistakes of a catalogue apart (its module's `PROBES[key]`, a
+    function that builds them): a mistake is named only when the learner's function also
+    gives what it gives on every one of them."""
+    if not isinstance(mistakes, str):
+        return []
+    module, key = _split_key(mistakes)
+    build = getattr(module, "PROBES", {}).get(key)
+    return list(build()) if build else []
+
+
+def _gives(
+    mistake: Mistake, got: Any, args: tuple, kwargs: dict, compare: Callable[[Any, Any], list[str]]
+) -> bool | None:
+    """Does `mistake` give `got` on these inputs? None when it does not apply to them."""
+    from bertcourse.grading.values import _copy
+
+    try:
+        a, k = _copy((args, kwargs))
+        wrong = mistake.compute(*a, **k)
+    except Exception:  # a mistake that does not apply to these inputs
+        return None
+    if wrong is None:
+        return None
+    return not compare(got, wrong)
 
 
 def diagnose(
@@ -300,20 +357,80 @@ def diagnose(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     compare: Callable[[Any, Any], list[str]],
+    call: Callable[..., Any] | None = None,
 ) -> Mistake | None:
-    """The first known mistake whose output on these inputs equals `got`, or None."""
+    """The one known mistake that gives `got` on these inputs and, when `call` runs the
+    learner's function, what the learner's function gives on each of the catalogue's probes;
+    None when no mistake or more than one fits (a wrong name is worse than none)."""
     from bertcourse.grading.values import _copy
 
-    for mistake in resolve(mistakes):
-        try:
-            a, k = _copy((args, kwargs))
-            wrong = mistake.compute(*a, **k)
-        except Exception:  # a mistake that does not apply to these inputs
-            continue
-        if not compare(got, wrong):
-            return mistake
-    return None
+    fits = [m for m in resolve(mistakes) if _gives(m, got, args, kwargs, compare)]
+    if fits and call is not None:
+        for p_args, p_kwargs in probes(mistakes):
+            try:
+                a, k = _copy((p_args, p_kwargs))
+                learner = call(*a, **k)
+            except Exception:  # the learner's function fails where the mistake gives a value
+                return None
+            fits = [m for m in fits if _gives(m, learner, p_args, p_kwargs, compare) is not False]
+            if not fits:
+                return None
+    return fits[0] if len(fits) == 1 else None
 
 
 def message(mistake: Mistake) -> str:
-    return f"This is what {mistake.name} gives: {mistake.why}. The book explains it in {mistake.where}."
+    """The headline, then why (and the section when the headline names only the chapter)."""
+    text = f"{mistake.headline}\n  Why: {mistake.why}."
+    if mistake.chapter != mistake.where.replace("'", ""):
+        text += f"\n  Read: {mistake.where}."
+    return text
+
+
+# --- probes: inputs on which this module's mistakes all differ (tests/test_catalogues.py) ---
+
+
+def _randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32, scale: float = 1.0):
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
+
+
+def _sdpa_probes() -> list[Probe]:
+    q, k, v = (_randn(2, 2, 3, 16, seed=s) for s in (101, 102, 103))
+    bias = torch.tensor([0.0, 0.0, torch.finfo(torch.float32).min])[None, None, None, :]
+    return [((q, k, v), {}), ((q, k, v, bias.expand(2, 1, 1, 3)), {})]
+
+
+def _ce_probes() -> list[Probe]:
+    logits = _randn(2, 4, 5, seed=104)
+    logits[0, 0] = torch.tensor([60.0, 0.0, 0.0, 0.0, 0.0])  # a confident correct item: loss 0
+    targets = torch.tensor([[0, 1, -100, 3], [4, -100, -100, 2]])
+    return [((logits, targets), {})]
+
+
+def _adam_probes(**decay: float) -> list[Probe]:
+    p, g = _randn(3, 4, seed=105), _randn(3, 4, seed=106)
+    m, v = _randn(3, 4, seed=107) * 0.1, _randn(3, 4, seed=108).abs() * 0.1
+    hyper = dict(lr=0.1, betas=(0.8, 0.99), eps=1e-3, **decay)
+    return [((p, g, m, v, t), hyper) for t in (1, 3)]
+
+
+PROBES: dict[str, Callable[[], list[Probe]]] = {
+    "sdpa": _sdpa_probes,
+    "extended_mask": lambda: [
+        ((torch.tensor([[1, 1, 0], [1, 0, 0]]),), {}),
+        ((torch.tensor([[1, 0], [0, 0]]), torch.float16), {}),
+    ],
+    "padding_mask": lambda: [
+        ((torch.tensor([[5, 6, 0, 0], [7, 0, 0, 0]]),), {}),
+        ((torch.tensor([[5, 1, 1]]),), {"pad_token_id": 1}),
+    ],
+    "sdpa_mask": lambda: [((torch.tensor([[1, 1, 0], [1, 0, 0]]),), {})],
+    "num_predictions": lambda: [((n,), {}) for n in (5, 10, 13, 17, 30, 33, 50, 70, 128, 200)],
+    "cross_entropy": _ce_probes,
+    "cross_entropy_grad": _ce_probes,
+    "adam": _adam_probes,
+    "adamw": lambda: _adam_probes(weight_decay=0.1),
+    "warmup_linear": lambda: [
+        ((step,), {"warmup_steps": 4, "total_steps": 10}) for step in (0, 2, 4, 7, 10)
+    ],
+}

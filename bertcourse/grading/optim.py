@@ -119,9 +119,12 @@ def check_optimizer_steps(
                 (p, g, m, v, t),
                 dict(hyper),
                 lambda x, w: _compare_steps(x, w, atol, rtol),
+                call=lambda *a, **k: run(
+                    step_fn, *a, forbid=forbid, use_reference=use_reference, **k
+                ),
             )
-            if known:
-                header += f" {mistake_message(known)}"
+            if known:  # the mistake's headline first: the line the validate views show
+                header = f"{mistake_message(known)}\n{header}"
             _fail(f"{header}\n  {call}", lines, hint)
         p, m, v = got
     print(

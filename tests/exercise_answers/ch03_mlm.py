@@ -97,7 +97,7 @@ def replace_chosen(
 
 
 # %% wrong replace: seed 002's per-row split, int(n * 0.8) [MASK] and int(n * 0.1) random ids
-# names: a per-row split of the chosen tokens
+# names: a per-row split by counts
 def replace_chosen(
     input_ids,
     chosen,

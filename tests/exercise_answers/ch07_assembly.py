@@ -199,7 +199,7 @@ def mlm_head(head, hidden_states):
 
 
 # %% wrong mlm_head: F.layer_norm with its default eps instead of the module's
-# names: LayerNorm with PyTorch's default eps
+# names: a fixed LayerNorm eps
 def mlm_head(head, hidden_states):
     ln = head.transform.layer_norm
     x = F.gelu(head.transform.dense(hidden_states))

@@ -263,7 +263,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
     ],
     "pair": [
         Mistake(
-            "the original truncate_seq_pair (one token at a time from the longer one)",
+            "the original truncate_seq_pair (one token at a time)",
             "transformers 5 (tokenizers) gives each text half the places and the odd one to "
             "the longer text, B on a tie; popping one at a time leaves it to A",
             PAIRS,
@@ -305,5 +305,27 @@ CATALOGUE: dict[str, list[Mistake]] = {
             PAIRS,
             lambda *a, **k: _pair(*a, **k, specials=2),
         ),
+    ],
+}
+
+
+# --- probes: inputs on which these mistakes all differ (tests/test_catalogues.py) -----------
+
+_TOY = ["una", "un", "##ffa", "##aff", "##ble", "##able", "a", "##b", "##un", "ab", "##a"]
+
+PROBES: dict[str, Callable[[], list[tuple[tuple, dict]]]] = {
+    "split": lambda: [(("don't¿$x?!«a»",), {}), (("a—b^c",), {})],
+    "basic": lambda: [(("Héllo, ΣΟΦΟΣ! ﬁne 中文",), {}), (("Crème brûlée",), {})],
+    "wordpiece": lambda: [
+        (("unaffable", _TOY), {}),
+        (("unaffablex", _TOY), {}),
+        (("ab", _TOY), {}),
+        (("aab", _TOY), {}),
+        (("a" * 100, _TOY), {}),
+    ],
+    "pair": lambda: [
+        (([1, 2, 3, 4, 5], [6, 7, 8], 9), {}),
+        (([1, 2], [3, 4, 5, 6, 7, 8], 8), {}),
+        (([1, 2], [3], 9), {}),
     ],
 }

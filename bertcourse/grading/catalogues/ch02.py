@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from bertcourse.grading.mistakes import Mistake
 
 POLARITY = "chapter 2, 'Boolean masks: two opposite conventions'"
@@ -22,3 +24,6 @@ CATALOGUE: dict[str, list[Mistake]] = {
         ),
     ],
 }
+
+
+PROBES = {"key_padding_mask": lambda: [((torch.tensor([[1, 1, 0], [1, 0, 0]]),), {})]}

@@ -70,7 +70,7 @@ def _unconditional_second_draw(
 CATALOGUE: dict[str, list[Mistake]] = {
     "replace": [
         Mistake(
-            "a per-row split of the chosen tokens by counts (seed 002's int(n * 0.8), int(n * 0.1))",
+            "a per-row split by counts (int(n * 0.8), int(n * 0.1))",
             "int() rounds down, so a row with fewer than 10 chosen tokens never gets a random id; "
             "draw each chosen position on its own",
             SPLIT,

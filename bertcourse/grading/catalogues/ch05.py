@@ -148,10 +148,22 @@ CATALOGUE: dict[str, list[Mistake]] = {
             lambda logits, labels: _nsp_loss(logits, labels, inverted=True),
         ),
         Mistake(
-            "a sigmoid on column 1 (binary cross-entropy) instead of the 2-way softmax",
+            "a sigmoid on column 1 (binary cross-entropy), no 2-way softmax",
             "BERT's NSP head has two logits and a 2-way cross-entropy over them",
             LOSS,
             lambda logits, labels: _nsp_loss(logits, labels, bce=True),
         ),
     ],
+}
+
+
+def _loss_probes() -> list[tuple[tuple, dict]]:
+    generator = torch.Generator().manual_seed(109)
+    logits = torch.randn(6, 2, generator=generator) * 3
+    return [((logits, torch.tensor([0, 1, 1, 0, 0, 1])), {})]
+
+
+PROBES = {
+    "pair": lambda: [(([5, 6, 7], [8, 9]), {})],
+    "loss": _loss_probes,
 }

@@ -57,3 +57,16 @@ CATALOGUE: dict[str, list[Mistake]] = {
 }
 
 __all__ = ["CATALOGUE", "_adam_step"]
+
+
+def _probes():
+    import torch
+
+    generator = torch.Generator().manual_seed(110)
+    p, g, m = (torch.randn(3, 4, generator=generator) for _ in range(3))
+    v = torch.rand(3, 4, generator=generator) * 1e-6  # small: eps matters
+    hyper = dict(lr=0.1, betas=(0.8, 0.99), weight_decay=0.1)
+    return [((p, g, m * 0.1, v, t), hyper) for t in (1, 3)]
+
+
+PROBES = {"bert_adam": _probes}

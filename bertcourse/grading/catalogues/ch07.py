@@ -41,10 +41,35 @@ CATALOGUE: dict[str, list[Mistake]] = {
             lambda head, h: _head(head, h, bias=False),
         ),
         Mistake(
-            "LayerNorm with PyTorch's default eps 1e-5",
-            "use the module's eps (config.layer_norm_eps, 1e-12 in BERT)",
+            "a fixed LayerNorm eps, not the module's",
+            "read the module's eps (head.transform.layer_norm.eps, from config.layer_norm_eps); "
+            "a written-in 1e-12 or 1e-5 is wrong for a model configured otherwise",
             HEAD,
-            lambda head, h: _head(head, h, eps=1e-5),
+            lambda head, h: (
+                None if head.transform.layer_norm.eps < 1e-4 else _head(head, h, eps=1e-12)
+            ),
         ),
     ],
 }
+
+
+def _head_probes() -> list[tuple[tuple, dict]]:
+    import torch
+
+    from bertcourse.config import BertConfig
+    from bertcourse.heads import BertLMPredictionHead
+
+    config = BertConfig.tiny(
+        hidden_size=8, num_attention_heads=2, intermediate_size=16, vocab_size=11,
+        layer_norm_eps=0.5,
+    )  # fmt: skip
+    generator = torch.Generator().manual_seed(113)
+    with torch.random.fork_rng(devices=[]):  # the module's init must not move the global seed
+        head = BertLMPredictionHead(config)
+    with torch.no_grad():
+        for parameter in head.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    return [((head, torch.randn(2, 3, 8, generator=generator)), {})]
+
+
+PROBES = {"mlm_head": _head_probes}

@@ -86,10 +86,25 @@ CATALOGUE: dict[str, list[Mistake]] = {
             lambda p, w, b, y: _head(p, w, b, y, use_bias=False),
         ),
         Mistake(
-            "(B, 1) logits against (B,) labels in the squared error (broadcast to (B, B))",
+            "(B, 1) logits against (B,) labels (broadcast to (B, B))",
             "squeeze the logits to (B,) (or view the labels as (B, 1)) before subtracting",
             HEAD,
             lambda p, w, b, y: _head(p, w, b, y, regression=_broadcast_mse),
         ),
     ],
 }
+
+
+def _head_probes() -> list[tuple[tuple, dict]]:
+    generator = torch.Generator().manual_seed(111)
+    pooled = torch.randn(4, 6, generator=generator) * 3
+    weight, bias = torch.randn(3, 6, generator=generator), torch.randn(3, generator=generator)
+    w1, b1 = weight[:1], bias[:1]
+    labels = torch.tensor([0, 2, 1, 2])
+    return [
+        ((pooled, weight, bias, labels), {}),
+        ((pooled, w1, b1, torch.tensor([0.5, -1.0, 2.0, 0.0])), {}),
+    ]
+
+
+PROBES = {"head": _head_probes}
