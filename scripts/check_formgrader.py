@@ -204,6 +204,21 @@ def jupyter_lab(course: Path, state: Path, timeout: float = 60) -> Iterator[Lab]
     (state / "config" / "nbgrader_config.py").write_text(
         f"c = get_config()  # noqa: F821\nc.Exchange.root = {str(state / 'exchange')!r}\n"
     )
+    # the instructor's tools, off in a learner's environment (scripts/install.sh), on for this
+    # user: what `jupyter server extension enable --user` / `labextension enable --level=user` write
+    server_on = {n: True for n in ("formgrader", "course_list")}
+    (state / "config" / "jupyter_server_config.json").write_text(
+        json.dumps(
+            {"ServerApp": {"jpserver_extensions": {
+                f"nbgrader.server_extensions.{n}": on for n, on in server_on.items()
+            }}}
+        )
+    )  # fmt: skip
+    (state / "config" / "labconfig").mkdir(exist_ok=True)
+    lab_on = ("formgrader", "create-assignment", "course-list")
+    (state / "config" / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {f"@jupyter/nbgrader:{n}": False for n in lab_on}})
+    )
     port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,

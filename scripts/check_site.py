@@ -2,17 +2,21 @@
 
     python3 scripts/check_site.py [_build/html] [--screenshots _build/screenshots]
 
-Two checks, each also importable (tests/test_book.py uses them):
+Three checks, each also importable (tests/test_book.py uses them):
 
 * `find_external_assets(html_dir)`: every built .html file is scanned for things the browser
   would fetch from the internet: `<script src>`, `<link href>` (stylesheets, preloads, icons),
   `<img>/<source>/<iframe>/<video>/<audio> src`, `srcset`, and `url(...)`/`@import` in inline
   styles and in the site's own .css files. Plain hyperlinks (`<a href>`) are allowed.
+* `find_error_outputs(html_dir)`: every executed cell that shows an error (a traceback) or
+  stderr output, unless the cell is tagged `raises-exception`: a page must never show a failure
+  the build let through (issue 21: a page kept a `KeyboardInterrupt` traceback).
 * `browser_check(html_dir, screenshot_dir)`: serves the folder on 127.0.0.1, starts headless
   Chromium (Debian package `chromium`) with a DevTools websocket, and opens every page. Per page
   it records console errors, uncaught exceptions and failed loads (Log/Runtime events), every
   network request that leaves 127.0.0.1, waits for MathJax to finish, then checks in the page:
-  each Sphinx math element holds a rendered `mjx-container` and no MathJax error, no raw TeX
+  each Sphinx math element holds a rendered `mjx-container` and no MathJax error (`mjx-merror`,
+  or the words "Math input error" left in the text), no raw TeX
   (`$$`, `\\(`, `\\[`, `\\begin{`) is left in the text outside code blocks, and every `<img>` has
   loaded (`naturalWidth > 0`). It writes a full-page PNG of each page to `screenshot_dir`.
 
@@ -137,6 +141,70 @@ def find_external_assets(html_dir: str | os.PathLike) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
+class _ErrorOutputParser(HTMLParser):
+    """Error and stderr outputs of myst-nb's cells, with the number of the cell they are in.
+
+    myst-nb renders a code cell as `<div class="cell [tag_<tag> ...]">`, its error output as
+    `<div class="output traceback ...">` and stderr as `<div class="output stderr ...">`.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[set[str]] = []  # the classes of every open <div>
+        self.cells = 0
+        self.found: list[tuple[int, str, str]] = []  # (cell number, what, first line)
+        self._capture: list[str] | None = None
+        self._depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "div":
+            return
+        classes = set((dict(attrs).get("class") or "").split())
+        self.stack.append(classes)
+        if "cell" in classes:
+            self.cells += 1
+        if "output" in classes and classes & {"traceback", "stderr"}:
+            expected = any("tag_raises-exception" in c for c in self.stack[:-1])
+            if not expected and self._capture is None:
+                what = "an error output" if "traceback" in classes else "stderr output"
+                self.found.append((self.cells, what, ""))
+                self._capture, self._depth = [], len(self.stack)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag != "div" or not self.stack:
+            return
+        if self._capture is not None and len(self.stack) == self._depth:
+            lines = [ln.strip() for ln in "".join(self._capture).splitlines() if ln.strip()]
+            errors = [ln for ln in lines if re.match(r"^\w+(Error|Exception|Interrupt)\b", ln)]
+            cell, what, _ = self.found[-1]
+            self.found[-1] = (cell, what, (errors or lines or [""])[-1][:200])
+            self._capture = None
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self._capture is not None:
+            self._capture.append(data)
+
+
+def error_outputs_in_html(text: str) -> list[str]:
+    """ "cell 7: an error output: KeyboardInterrupt" for each failure a page shows."""
+    parser = _ErrorOutputParser()
+    parser.feed(text)
+    return [f"cell {cell}: {what}: {line}" for cell, what, line in parser.found]
+
+
+def find_error_outputs(html_dir: str | os.PathLike) -> list[str]:
+    """Problems: pages of the built site that show an error or stderr output."""
+    root = Path(html_dir)
+    problems = []
+    for path in sorted(root.rglob("*.html")):
+        if "_static" in path.parts or "mathjax" in path.parts:
+            continue
+        for found in error_outputs_in_html(path.read_text(encoding="utf-8", errors="replace")):
+            problems.append(f"{path.relative_to(root)}: {found}")
+    return problems
+
+
 def find_chromium() -> str:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         path = shutil.which(name)
@@ -248,7 +316,9 @@ _PAGE_PROBE = r"""
     mathElements: mathEls.length,
     mjxContainers: document.querySelectorAll('mjx-container').length,
     mathErrors: Array.from(document.querySelectorAll('mjx-merror'))
-                     .map(e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 120)),
+                     .map(e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 120))
+                     .concat(['Math input error', 'Math Processing Error']
+                             .filter(w => document.body.innerText.includes(w))),
     unrendered: unrendered,
     rawTex: rawTex,
     images: imgs.map(img => ({src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0,
@@ -421,11 +491,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("html_dir", nargs="?", default="_build/html")
     parser.add_argument("--screenshots", default=None, help="folder for one PNG per page")
+    parser.add_argument(
+        "--no-browser", action="store_true", help="only the static checks (no Chromium needed)"
+    )
     args = parser.parse_args(argv)
     problems = find_external_assets(args.html_dir)
     print(f"== external assets: {len(problems)} problems")
-    print(f"== headless Chromium over {args.html_dir}")
-    problems += browser_check(args.html_dir, args.screenshots)
+    errors = find_error_outputs(args.html_dir)
+    print(f"== error outputs shown in pages: {len(errors)}")
+    problems += errors
+    if not args.no_browser:
+        print(f"== headless Chromium over {args.html_dir}")
+        problems += browser_check(args.html_dir, args.screenshots)
     for p in problems:
         print("PROBLEM", p)
     print("== site check:", "FAILED" if problems else "passed")

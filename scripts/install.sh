@@ -7,6 +7,17 @@
 #   bash scripts/install.sh --chromium     # + Chromium (build_book.sh --check, the tests)
 #   bash scripts/install.sh --postgresql   # + PostgreSQL (the tests, `grade --db postgresql://`)
 #   bash scripts/install.sh --env-only     # only pick or create the environment
+#   bash scripts/install.sh --cuda         # torch's CUDA build from PyPI (also BERTCOURSE_TORCH=cuda)
+#   bash scripts/install.sh --instructor   # turn on nbgrader's instructor tools in JupyterLab
+#   bash scripts/install.sh --learner      # ... and off again (the default of a new environment)
+#
+# torch: the CPU build (about 2.3 GB in all) from PyTorch's index download.pytorch.org/whl/cpu,
+# unless pip's configuration already offers it (a local wheel folder) or --cuda asks for PyPI's
+# CUDA build (about 5.9 GB); when that index cannot be reached, PyPI's build with a warning that
+# says how to switch later (scripts/install_helpers.py decides; its tests feed it every case).
+# JupyterLab: nbgrader's formgrader, course list and "Create Assignment" are off in a new
+# environment (the student's Validate button and assignment list stay); --instructor turns them
+# on, and a choice once made is kept.
 #
 # Which environment: the active virtualenv ($VIRTUAL_ENV) or conda environment ($CONDA_PREFIX)
 # when there is one, otherwise the project's own .venv, made with `python3 -m venv`
@@ -111,7 +122,7 @@ _bertcourse_make_venv() {
 # editable from this checkout (not from another clone); otherwise print what is missing and
 # exit 1. A CUDA build of torch (nvidia-* packages, several GB) gets a warning.
 _BERTCOURSE_CHECK='
-import importlib.metadata as md, json, pathlib, re, sys, urllib.parse
+import importlib.metadata as md, json, os, pathlib, re, sys, urllib.parse
 sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # not the checkout (its *.egg-info)
 root = pathlib.Path(sys.argv[1]).resolve()
 missing = []
@@ -141,24 +152,65 @@ if where != root:
     missing.append(f"bertcourse editable from {root} (have {where})")
 names = sorted(d.metadata["Name"] or "" for d in md.distributions())
 cuda = [n for n in names if n.lower().startswith("nvidia")]
-if cuda:
+if cuda and os.environ.get("BERTCOURSE_TORCH") != "cuda":
     print(f"install.sh: warning: CUDA packages are installed ({len(cuda)}: {cuda[0]}, ...): this torch"
-          " is a CUDA build; the course needs only the CPU one", file=sys.stderr)
+          " is the CUDA build (about 5.9 GB); the course needs only the CPU build (about 2.3 GB):"
+          " python -m pip install --force-reinstall --no-deps --index-url"
+          " https://download.pytorch.org/whl/cpu torch==" + md.version("torch").split("+")[0]
+          + " && python -m pip uninstall -y " + " ".join(cuda) + "  (or keep it: --cuda)",
+          file=sys.stderr)
 if missing:
     print("  to install: " + ", ".join(missing))
 sys.exit(1 if missing else 0)
 '
 
+# torch before the other pins: the build scripts/install_helpers.py picks (the CPU one by default)
+_bertcourse_torch() {
+  local cuda="$1" pin have plan index
+  pin="$(sed -n 's/^\(torch==[^[:space:]#;]*\).*/\1/p' requirements.txt)"
+  [ -n "$pin" ] || { _bertcourse_fail "requirements.txt has no torch== pin"; return 1; }
+  have="$("$BERTCOURSE_PYTHON" -c 'import importlib.metadata as m
+try:
+    print(m.version("torch"))
+except m.PackageNotFoundError:
+    pass')"
+  if [ -n "$have" ] && [ "${have%%+*}" = "${pin#torch==}" ]; then
+    return 0 # the pinned version is there (whichever build)
+  fi
+  plan="$("$BERTCOURSE_PYTHON" scripts/install_helpers.py torch-plan --pin "$pin" ${cuda:+--cuda})" \
+    || { _bertcourse_fail "scripts/install_helpers.py torch-plan failed (see above)"; return 1; }
+  index="${plan%%$'\n'*}"
+  _bertcourse_say "${plan#*$'\n'}"
+  if [ "$index" != "-" ]; then
+    _bertcourse_say "pip install --no-deps --index-url $index $pin"
+    if ! "$BERTCOURSE_PYTHON" -m pip install -q --no-deps --index-url "$index" "$pin" 2>&1 \
+      | { grep -v "is ignored" || true; }; then
+      _bertcourse_fail "pip install $pin from $index failed (see above); BERTCOURSE_TORCH=cuda takes PyPI's build"
+      return 1
+    fi
+  fi
+}
+
 bertcourse_install() {
-  local env_only=0 chromium=0 postgresql=0 arg env_dir="" kind root conda=0
+  local env_only=0 chromium=0 postgresql=0 arg env_dir="" kind root conda=0 cuda="" lab=()
   BERTCOURSE_NEXT=""
+  case "${BERTCOURSE_TORCH:-cpu}" in
+    cuda) cuda=1 ;;
+    cpu) ;;
+    *)
+      _bertcourse_fail "BERTCOURSE_TORCH is '$BERTCOURSE_TORCH': cpu (the default) or cuda"
+      return 2
+      ;;
+  esac
   for arg in "$@"; do
     case "$arg" in
       --env-only) env_only=1 ;;
+      --cuda) cuda=1 ;;
+      --instructor | --learner) lab=("$arg") ;;
       --chromium) chromium=1 ;;
       --postgresql) postgresql=1 ;;
       -h | --help)
-        sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         return 0
         ;;
       *)
@@ -233,7 +285,9 @@ bertcourse_install() {
   if "$BERTCOURSE_PYTHON" -c "$_BERTCOURSE_CHECK" "$root" >/dev/null; then
     _bertcourse_say "Python packages already installed (every pin of requirements.txt)"
   else
-    _bertcourse_say "pip install -r requirements.txt -e . (a first install takes minutes and ~2 GB)"
+    if [ -n "$cuda" ]; then export BERTCOURSE_TORCH=cuda; fi # the check's CUDA warning: asked for
+    _bertcourse_torch "$cuda" || return 1
+    _bertcourse_say "pip install -r requirements.txt -e . (a first install takes minutes)"
     # pip's own messages are shown, bar its "Location ... is ignored" noise; its exit status
     # counts (a failed install must stop here, not later with "No module named torch")
     if ! "$BERTCOURSE_PYTHON" -m pip install -q -r requirements.txt -e . 2>&1 \
@@ -258,6 +312,12 @@ bertcourse_install() {
 
   # 4. MathJax for the offline website, from the PyPI package django-static-mathjax
   bash scripts/install_mathjax.sh || return 1
+
+  # 5. a learner's JupyterLab: nbgrader's instructor tools off (unless chosen otherwise)
+  local roles
+  roles="$("$BERTCOURSE_PYTHON" scripts/install_helpers.py lab-roles "$env_dir" ${lab[@]+"${lab[@]}"})" \
+    || { _bertcourse_fail "scripts/install_helpers.py lab-roles failed (see above)"; return 1; }
+  _bertcourse_say "$roles"
   _bertcourse_say "installed"
 }
 

@@ -1,4 +1,9 @@
-"""Shared test set-up: offline transformers, deterministic torch, small thread count."""
+"""Shared test set-up: offline transformers, deterministic torch, small thread count, tiers.
+
+Two tiers: `pytest -m "not slow"` is the everyday run (under 3 minutes on an idle 2-core
+machine); CI (`bash scripts/test.sh`) runs everything. The heavy tests are marked `slow` here,
+by file and test name (`SLOW_FILES`, `SLOW_TESTS`), so that their own files need no edit.
+"""
 
 import os
 
@@ -8,10 +13,39 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
+
+pytest_plugins = ["course_fixture"]  # the grader tests' toy course (tests/course_fixture.py)
 import torch  # noqa: E402
 
 # pytest-xdist runs two workers on two cores: one thread each avoids oversubscription.
 torch.set_num_threads(1)
+
+# every test of these files is slow: the hostile submission bank (one grading run of dozens of
+# submissions), PostgreSQL, two-process DDP, the formgrader in JupyterLab and Chromium
+SLOW_FILES = frozenset(
+    {
+        "test_grade_hostile.py",
+        "test_grade_postgres.py",
+        "test_ddp.py",
+        "test_formgrader.py",
+    }
+)
+# (file, test function): the book built from clean beside two CPU-bound processes, the
+# failed-page rebuilds, each assignment's full nbgrader chain (generate, submit, autograde)
+SLOW_TESTS = frozenset(
+    {
+        ("test_book.py", "test_book_builds_on_a_busy_machine_offline_and_renders"),
+        ("test_book.py", "test_a_failed_page_fails_every_build_until_it_is_fixed"),
+        ("test_exercises.py", "test_assignment_grades"),
+    }
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if name in SLOW_FILES or (name, getattr(item, "originalname", item.name)) in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

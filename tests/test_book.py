@@ -1,11 +1,16 @@
 """The website: built from clean with warnings as errors, fully offline, rendered by Chromium.
 
-`test_book_builds_offline_and_renders` is the CI check of issue 4: one test (so that pytest-xdist
-never builds the book twice) that builds into a fresh temporary folder with
-`jupyter-book build -W -n --keep-going` (every page executed, a warning fails), scans the HTML
-for assets loaded from the internet, then opens every page in headless Chromium
-(scripts/check_site.py): MathJax rendered, images loaded, no console errors. Screenshots of
-every page go to _build/screenshots/.
+`test_book_builds_on_a_busy_machine_offline_and_renders` is the CI check of issues 4 and 21: one
+test (so that pytest-xdist never builds the book twice) that builds into a fresh temporary folder
+with `jupyter-book build -W -n --keep-going` (every page executed, a warning fails) while two
+CPU-bound processes run beside it (no page may depend on the machine's speed), checks that no
+page shows an error output, scans the HTML for assets loaded from the internet, then opens every
+page in headless Chromium (scripts/check_site.py): MathJax rendered without errors, images
+loaded, no console errors. Screenshots of every page go to _build/screenshots/.
+
+`test_a_failed_page_fails_every_build_until_it_is_fixed` builds a two-page book three times:
+a page that raised fails the build, is executed again on the next run (and fails it again), and
+the build's one-line summary names its page, cell and error.
 
 The other tests show that the checks themselves can fail.
 """
@@ -13,6 +18,7 @@ The other tests show that the checks themselves can fail.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -27,7 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 MATHJAX_SITE = ROOT / "_mathjax" / "site"
 JUPYTER_BOOK = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
-BUILD_TIMEOUT_S = 1200  # the goal is 5 minutes (a measurement); this only stops a hung build
+# the goal is 3 minutes idle (a measurement, README); this only stops a hung build
+BUILD_TIMEOUT_S = 1500
+BUSY_PROCESSES = 2  # CPU-bound processes beside the build (issue 21: a busy 2-core machine)
+PAGE_BUDGET_S = 60  # every page, on an idle 2-core machine
 
 # chapter page -> its exercise notebook (issue 4: each chapter links to it)
 EXERCISES = {
@@ -76,20 +85,39 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_book_builds_offline_and_renders(tmp_path: Path) -> None:
-    _ensure_mathjax()
-    out = tmp_path / "book"
-    t0 = time.monotonic()
-    proc = subprocess.run(
+def _build(source: Path, out: Path, timeout: float = BUILD_TIMEOUT_S):
+    return subprocess.run(
         [sys.executable, "-c", JUPYTER_BOOK, "build", "-W", "-n", "--keep-going"]
-        + ["--path-output", str(out), str(ROOT)],
+        + ["--path-output", str(out), str(source)],
         capture_output=True,
         text=True,
         env=_env(),
-        timeout=BUILD_TIMEOUT_S,
-        cwd=ROOT,
+        timeout=timeout,
+        cwd=source,
     )
+
+
+def _busy(n: int) -> list[subprocess.Popen]:
+    """`n` CPU-bound processes (each keeps one core busy until killed)."""
+    return [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(n)
+    ]
+
+
+def test_book_builds_on_a_busy_machine_offline_and_renders(tmp_path: Path) -> None:
+    _ensure_mathjax()
+    out = tmp_path / "book"
+    burners = _busy(BUSY_PROCESSES)
+    t0 = time.monotonic()
+    try:
+        proc = _build(ROOT, out)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
     build_s = time.monotonic() - t0
+    assert all(b.returncode is not None for b in burners)
     log = proc.stdout + proc.stderr
     warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
     assert proc.returncode == 0, (
@@ -99,6 +127,7 @@ def test_book_builds_offline_and_renders(tmp_path: Path) -> None:
         + log[-6000:]
     )
     html = out / "_build" / "html"
+    assert check_site.find_error_outputs(html) == []
     for page in _toc_pages():
         assert (html / f"{page}.html").is_file(), f"{page} is in _toc.yml but was not built"
 
@@ -114,7 +143,10 @@ def test_book_builds_offline_and_renders(tmp_path: Path) -> None:
     t1 = time.monotonic()
     problems = check_site.browser_check(html, SCREENSHOTS)
     browser_s = time.monotonic() - t1
-    print(f"book build {build_s:.0f} s, browser check {browser_s:.0f} s")
+    print(
+        f"book build {build_s:.0f} s beside {BUSY_PROCESSES} CPU-bound processes "
+        f"(load {os.getloadavg()[0]:.1f}), browser check {browser_s:.0f} s"
+    )
     assert problems == [], "\n".join(problems)
     for chapter in EXERCISES:
         shot = SCREENSHOTS / f"book__{chapter}.png"
@@ -250,3 +282,214 @@ def test_every_chapter_links_its_exercise_in_jupyterlab() -> None:
         assert (ROOT / notebook).exists(), notebook
     config = (ROOT / "_config.yml").read_text()
     assert "binderhub_url" not in config and "colab_url" not in config
+
+
+# --- failures are loud and not remembered (issue 21) ---------------------------------------
+
+MINI_CONFIG = """title: mini
+only_build_toc_files: true
+execute:
+  execute_notebooks: cache
+  timeout: 600
+  allow_errors: false
+  stderr_output: warn
+sphinx:
+  local_extensions:
+    book_ext: {ext}
+  config:
+    nb_execution_show_tb: true
+    html_extra_path: [_mathjax/site]
+    mathjax_path: ../mathjax/tex-mml-chtml.js
+"""
+MINI_PAGE = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  name: python3
+  display_name: Python 3
+---
+# {title}
+
+```{{code-cell}}
+import os
+threads = os.environ.get("OMP_NUM_THREADS")
+```
+
+{body}
+"""
+FAILING_CELL = """```{{code-cell}}
+if not os.path.exists({flag!r}):
+    raise ValueError("the flag file is missing")
+```"""
+
+
+def _mini_book(folder: Path, flag: Path) -> Path:
+    """A book of two pages: `good` runs, `bad` raises in its 2nd code cell until `flag` exists."""
+    (folder / "bertcourse").mkdir(parents=True)  # book_ext keys the cache to this package
+    (folder / "bertcourse" / "__init__.py").write_text("")
+    ext = ROOT / "bertcourse" / "viz"
+    (folder / "_config.yml").write_text(MINI_CONFIG.format(ext=ext))
+    (folder / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n  - file: good\n  - file: bad\n"
+    )
+    (folder / "intro.md").write_text("# Intro\n\nTwo pages.\n")
+    (folder / "good.md").write_text(
+        MINI_PAGE.format(title="Good", body="```{code-cell}\nassert threads == '1', threads\n```")
+    )
+    bad = MINI_PAGE.format(title="Bad", body=FAILING_CELL.format(flag=str(flag)))
+    (folder / "bad.md").write_text(bad)
+    return folder
+
+
+def test_a_failed_page_fails_every_build_until_it_is_fixed(tmp_path: Path) -> None:
+    book_ext = _load("book_ext", ROOT / "bertcourse" / "viz" / "book_ext.py")
+    flag = tmp_path / "flag"
+    book = _mini_book(tmp_path / "mini", flag)
+    out = book / "_build"
+    line = next(
+        i + 1
+        for i, text in enumerate((book / "bad.md").read_text().splitlines())
+        if "raise ValueError" in text
+    )
+    for attempt in (1, 2):  # issue 21: the second run said "build succeeded"
+        proc = _build(book, book, timeout=600)
+        log = proc.stdout + proc.stderr
+        assert proc.returncode == 1, f"build {attempt} passed with a failing page:\n{log[-3000:]}"
+        assert "/bad.md: Executing notebook" in log, f"build {attempt} did not execute bad.md"
+        summary = book_ext.build_summary(log, book, out)
+        assert (
+            summary
+            == f"bad.md, line {line - 2} (code cell 2): ValueError: the flag file is missing"
+        )
+    assert "/good.md: Executing notebook" not in log  # the page that ran is taken from the cache
+    flag.write_text("")  # fixed outside the page: no source changed
+    proc = _build(book, book, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "/bad.md: Executing notebook" in proc.stdout + proc.stderr
+    assert check_site.find_error_outputs(out / "html") == []
+
+
+def _cell(tags=(), outputs=(), count=1) -> dict:
+    return {
+        "cell_type": "code",
+        "metadata": {"tags": list(tags)},
+        "outputs": list(outputs),
+        "execution_count": count,
+        "source": "",
+    }
+
+
+def test_build_summary_names_the_page_the_cell_and_the_error(tmp_path: Path) -> None:
+    book_ext = _load("book_ext", ROOT / "bertcourse" / "viz" / "book_ext.py")
+    page = tmp_path / "book" / "ch09.md"
+    page.parent.mkdir()
+    page.write_text("# T\n\n```{code-cell}\nx = 1\n```\n\n```{code-cell}\nfit()\n```\n")
+    executed = tmp_path / "_build" / "jupyter_execute" / "book" / "ch09.ipynb"
+    executed.parent.mkdir(parents=True)
+    error = {"output_type": "error", "ename": "KeyError", "evalue": "'lr'\nmore", "traceback": []}
+    notebook = {"cells": [{"cell_type": "markdown"}, _cell(), _cell(outputs=[error], count=2)]}
+    executed.write_text(json.dumps(notebook))
+    red = "\x1b[91m"  # Sphinx colours its warnings
+    log = (
+        f"reading sources... [ 50%] book/ch09\n{red}{page}: WARNING: Executing notebook failed: "
+        "CellExecutionError\nTraceback ...\nKeyError: 'lr'\n [mystnb.exec]\x1b[39;49;00m\n"
+        f"{page}: WARNING: Notebook exception traceback saved in: /x/reports/ch09.err.log "
+        "[mystnb.exec]\n"
+        f"{tmp_path}/book/ch02.md:17: WARNING: stderr was found in the cell outputs of cell 3 "
+        "[mystnb.stderr]\nlooking for now-outdated files... none found\n"
+    )
+    build = tmp_path / "_build"
+    summary = book_ext.build_summary(log, tmp_path, build)
+    assert summary == "book/ch09.md, line 7 (code cell 2): KeyError: 'lr' (and 1 more above)"
+
+    # a time-out leaves no error output on the cell that ran last; the limit is named
+    notebook["cells"][2]["outputs"] = []
+    executed.write_text(json.dumps(notebook))
+    timeout = log.replace(
+        "Traceback ...", "A cell timed out while it was being executed, after 600 seconds."
+    ).replace("CellExecutionError", "CellTimeoutError")
+    assert book_ext.build_summary(timeout, tmp_path, build) == (
+        "book/ch09.md, line 7 (code cell 2): CellTimeoutError: a cell ran longer than the "
+        "600 s cell limit (and 1 more above)"
+    )
+    # a cell tagged raises-exception is not the failure
+    notebook["cells"][1] = _cell(tags=["raises-exception"], outputs=[error])
+    assert book_ext.failed_cell(notebook, page.read_text()).number == 2
+    # a plain warning: its file and line
+    only_stderr = log.split(f"{tmp_path}/book/ch02.md", 1)[1]
+    summary = book_ext.build_summary(f"{tmp_path}/book/ch02.md{only_stderr}", tmp_path, build)
+    assert summary == "book/ch02.md, line 17: stderr was found in the cell outputs of cell 3"
+
+
+def test_failed_pages_are_read_again_and_warnings_are_not_forgotten(tmp_path: Path) -> None:
+    """Sphinx reads a page again only when its source changes; book_ext adds the pages whose
+    execution failed, and after a build with warnings deletes the saved environment."""
+    book_ext = _load("book_ext", ROOT / "bertcourse" / "viz" / "book_ext.py")
+
+    class Env:
+        found_docs = {"book/ch01", "book/ch08", "book/gone"}
+        nb_metadata = {
+            "book/ch01": {"exec_data": {"succeeded": True}},
+            "book/ch08": {"exec_data": {"succeeded": False, "error": "CellTimeoutError"}},
+            "book/gone": {"exec_data": {"succeeded": False}},
+            "book/intro": {},
+        }
+
+    assert book_ext._reread_failed_pages(None, Env(), set(), set(), {"book/gone"}) == ["book/ch08"]
+
+    class App:
+        doctreedir = str(tmp_path)
+        _warncount = 0
+
+    pickle = tmp_path / "environment.pickle"
+    pickle.write_bytes(b"env")
+    book_ext._forget_a_build_with_warnings(App(), None)
+    assert pickle.exists()  # a clean build is kept: the next build is incremental
+    App._warncount = 2
+    book_ext._forget_a_build_with_warnings(App(), None)
+    assert not pickle.exists()
+
+
+def test_no_page_depends_on_the_machines_speed() -> None:
+    """The cell limit only stops a hung kernel (far above a page's 60 s budget), and every
+    kernel the build starts runs on one thread."""
+    import yaml
+
+    book_ext = _load("book_ext", ROOT / "bertcourse" / "viz" / "book_ext.py")
+    execute = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]
+    assert execute["timeout"] >= 20 * PAGE_BUDGET_S
+    saved = {k: os.environ.get(k) for k in book_ext.ONE_THREAD}
+    try:
+        os.environ["OMP_NUM_THREADS"] = "2"
+        book_ext._one_thread_per_kernel(None, None)
+        assert os.environ["OMP_NUM_THREADS"] == "1" and os.environ["MKL_NUM_THREADS"] == "1"
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def test_the_site_check_rejects_error_outputs_unless_the_cell_expects_them(tmp_path: Path) -> None:
+    cell = '<div class="cell{tags} docutils container"><div class="cell_output docutils container">'
+    page = (
+        cell.format(tags="")
+        + '<div class="output stream highlight-myst-ansi notranslate"><pre>ok</pre></div></div></div>'
+        + cell.format(tags=" tag_raises-exception")
+        + '<div class="output traceback highlight-ipythontb notranslate"><pre>'
+        "ValueError: shown on purpose</pre></div></div></div>"
+        + cell.format(tags="")
+        + '<div class="output traceback highlight-ipythontb notranslate"><pre>Traceback\n'
+        "  Cell In[3], line 1\nKeyboardInterrupt: </pre></div></div></div>"
+        + cell.format(tags="")
+        + '<div class="output stderr highlight-myst-ansi notranslate"><pre>UserWarning: x'
+        "</pre></div></div></div>"
+    )
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "ch08.html").write_text(f"<html><body>{page}</body></html>")
+    assert check_site.find_error_outputs(tmp_path) == [
+        "book/ch08.html: cell 3: an error output: KeyboardInterrupt:",
+        "book/ch08.html: cell 4: stderr output: UserWarning: x",
+    ]

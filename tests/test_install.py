@@ -30,6 +30,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
+_spec = importlib.util.spec_from_file_location("install_helpers", SCRIPTS / "install_helpers.py")
+helpers = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = helpers  # dataclasses look their module up there
+_spec.loader.exec_module(helpers)
 
 
 def _load_book_ext():
@@ -88,26 +92,47 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path = ROOT, timeout: float =
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-def _recording_env(folder: Path, calls: Path, *, pip_fails: bool = False) -> Path:
+def _recording_env(
+    folder: Path,
+    calls: Path,
+    *,
+    pip_fails: bool = False,
+    fresh: bool = False,
+    build_log: str | None = None,
+) -> Path:
     """A fake environment whose python records what install/build/test would run.
 
     `-m pip install`, the requirements check, the book build, check_site, ruff and pytest are
     recorded and answered with success (or, with pip_fails, pip fails as Debian's python3 does
-    outside a virtual environment); anything else (pip --version, the MathJax copy) runs on
-    this interpreter for real.
+    outside a virtual environment); anything else (pip --version, the MathJax copy, the torch
+    plan, the JupyterLab roles) runs on this interpreter for real. `fresh`: nothing installed
+    yet (no torch; the requirements check passes once pip has run). `build_log`: the book
+    build prints it and fails.
     """
+    installed = folder / "installed"
     if pip_fails:
         pip = 'echo "error: externally-managed-environment" >&2; exit 1'
         check = "exit 1"
+    elif fresh:
+        pip = f'touch "{installed}"; exit 0'
+        check = f'[ -e "{installed}" ]; exit $?'
     else:
         pip = check = "exit 0"
+    torch = "exit 0" if fresh else "echo 2.13.0+cpu; exit 0"
+    build = "exit 0"
+    if build_log is not None:
+        (folder / "build.log").parent.mkdir(parents=True, exist_ok=True)
+        (folder / "build.log").write_text(build_log)
+        build = f'cat "{folder / "build.log"}"; exit 1'
     _script(
         folder / "bin" / "python",
         f"""echo "python $*" | tr '\\n' ' ' >> "{calls}"; echo >> "{calls}"
 case "$*" in
+  *"editable install points"*) {check} ;;  # the requirements check of install.sh
   *"-m pip install"*) {pip} ;;
-  *requirements.txt*) {check} ;;
-  *jupyter_book*|*check_site.py*|*"-m ruff"*|*"-m pytest"*) exit 0 ;;
+  *'m.version("torch")'*) {torch} ;;
+  *jupyter_book*) {build} ;;
+  *check_site.py*|*"-m ruff"*|*"-m pytest"*) exit 0 ;;
 esac
 exec "{sys.executable}" "$@"
 """,
@@ -258,15 +283,20 @@ def test_build_book_needs_python_only(tmp_path: Path, fakes: Fakes) -> None:
     assert not [c for c in calls if not c.startswith("python")], calls
     builds = [c for c in calls if "jupyter_book" in c]
     assert len(builds) == 1 and "build -W -n --keep-going ." in builds[0]
-    assert not [c for c in calls if "check_site.py" in c]
+    # the static checks only (no page shows an error output), no browser
+    assert [c.strip() for c in calls if "check_site.py" in c] == [
+        "python scripts/check_site.py _build/html --no-browser"
+    ]
     assert "chromium" not in proc.stdout.lower()  # not even looked for
-    assert f"file://{ROOT}/_build/html/index.html" in proc.stdout
+    assert (
+        proc.stdout.splitlines()[-1] == f"== the website is at file://{ROOT}/_build/html/index.html"
+    )
     assert (ROOT / "_mathjax" / "site" / "mathjax" / "tex-mml-chtml.js").is_file()
 
     fakes.calls.write_text("")
     checked = _run(["bash", str(SCRIPTS / "build_book.sh"), "--check"], env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert [c for c in fakes.called() if "check_site.py _build/html" in c]
+    assert [c for c in fakes.called() if "check_site.py _build/html --screenshots" in c]
     if shutil.which("chromium", path=os.environ["PATH"]):
         assert "Debian packages already there: chromium" in checked.stdout
     assert not [c for c in fakes.called() if c.startswith(("npm", "node"))]
@@ -458,3 +488,241 @@ def test_the_book_extension_copies_mathjax_before_sphinx_checks_the_folder(tmp_p
     Config.html_extra_path = ["_static_extra"]
     with pytest.raises(book_ext.ExtensionError, match="not in html_extra_path"):
         book_ext._provide_mathjax(FakeApp(), Config())
+
+
+# --- the build's last lines (issue 21) ---------------------------------------------------------
+
+
+def test_a_failed_build_ends_with_the_page_the_cell_and_the_error(
+    tmp_path: Path, fakes: Fakes
+) -> None:
+    """Issue 21: the cause sat in 67 lines of Sphinx output and the script stopped before its
+    last line. Now its last line names the page, the cell and the error."""
+    page = ROOT / "book" / "ch99_missing.md"  # not built: no executed notebook to read
+    log = (
+        "reading sources... [ 90%] book/ch99_missing\n"
+        f"{page}: WARNING: Executing notebook failed: CellExecutionError\n"
+        "Traceback (most recent call last):\n  ...\nValueError: the learning rate is negative\n"
+        " [mystnb.exec]\n"
+        "build finished with problems, 1 warning.\n"
+    )
+    env_dir = _recording_env(tmp_path / "env", fakes.calls, build_log=log)
+    proc = _run(["bash", str(SCRIPTS / "build_book.sh")], fakes.env(VIRTUAL_ENV=str(env_dir)))
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[-1] == (
+        "== FAILED: book/ch99_missing.md: ValueError: the learning rate is negative"
+    )
+    assert "the website is at" not in proc.stdout
+    assert not [c for c in fakes.called() if "check_site.py" in c]  # nothing after a failure
+    assert (ROOT / "_build" / "build.log").read_text() == log
+
+
+def test_a_failed_install_still_ends_with_one_line(tmp_path: Path, fakes: Fakes) -> None:
+    env_dir = _recording_env(tmp_path / "env", fakes.calls, pip_fails=True)
+    proc = _run(["bash", str(SCRIPTS / "build_book.sh")], fakes.env(VIRTUAL_ENV=str(env_dir)))
+    assert proc.returncode != 0
+    assert proc.stdout.splitlines()[-1] == "== FAILED: the install (see the messages above)"
+
+
+# --- which torch build (issue 21: a learner got the 5.9 GB CUDA build) -----------------------
+
+PIN = "torch==2.13.0"
+
+
+def test_the_torch_decision_in_every_case() -> None:
+    """Decided without the network: tests feed what the probes would have found."""
+
+    def plan(**kw):
+        args = dict(cuda=False, system="Linux", local=None, reachable=None) | kw
+        return helpers.torch_plan(PIN, **args)
+
+    cpu = plan()  # a learner's laptop where PyTorch's CPU index answers
+    assert cpu.index == helpers.CPU_INDEX and not cpu.warning
+    assert "the CPU build from PyTorch's index https://download.pytorch.org/whl/cpu" in cpu.message
+    assert "--cuda keeps PyPI's CUDA build" in cpu.message
+    local = plan(local="/opt/wheels")  # the developers' machines: pip already offers it
+    assert local.index is None and "pip's configuration offers (/opt/wheels)" in local.message
+    cuda = plan(cuda=True, local="/opt/wheels")  # asked for: PyPI, whatever else is there
+    assert cuda.index is None and "the CUDA build from PyPI" in cuda.message
+    assert helpers.SIZE_CUDA in cuda.message
+    mac = plan(system="Darwin")
+    assert mac.index is None and "CPU-only on Darwin" in mac.message
+    cut_off = plan(reachable="[Errno -2] Name or service not known")
+    assert cut_off.index is None and cut_off.warning
+    assert "cannot be reached ([Errno -2] Name or service not known)" in cut_off.message
+    assert (
+        "python -m pip install --force-reinstall --no-deps --index-url "
+        "https://download.pytorch.org/whl/cpu torch==2.13.0"
+    ) in cut_off.message  # the way out, to run later
+    mirror = plan(index="http://mirror.example/cpu")
+    assert mirror.index == "http://mirror.example/cpu" and "mirror.example" in mirror.message
+
+
+def test_pips_configuration_is_read_for_a_local_cpu_wheel(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "numpy-2.4.6-cp311-cp311-manylinux_2_28_x86_64.whl").write_text("")
+    simple = tmp_path / "pypi" / "simple"
+    config = f"global.find-links='{wheels}'\n:env:.extra-index-url='{simple.as_uri()}'\n"
+    assert helpers.local_cpu_torch(PIN, config) is None
+    (simple / "torch").mkdir(parents=True)  # a PEP 503 index on disk
+    (simple / "torch" / "index.html").write_text(
+        '<a href="torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl">x</a>'
+    )
+    assert helpers.local_cpu_torch(PIN, config) == simple.as_uri()
+    assert helpers.local_cpu_torch("torch==2.14.0", config) is None  # another version
+    (wheels / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_text("")
+    assert helpers.local_cpu_torch(PIN, config) == str(wheels)
+    # a remote index is not asked; PyTorch's CPU index named in pip's configuration counts
+    assert helpers.local_cpu_torch(PIN, "global.index-url='https://pypi.example/simple'") is None
+    named = f"global.extra-index-url='{helpers.CPU_INDEX}'"
+    assert helpers.local_cpu_torch(PIN, named) == helpers.CPU_INDEX
+
+
+def _serve(folder: Path):
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_the_cpu_index_probe_asks_for_the_torch_page_only(tmp_path: Path) -> None:
+    (tmp_path / "whl" / "cpu" / "torch").mkdir(parents=True)
+    (tmp_path / "whl" / "cpu" / "torch" / "index.html").write_text("<a>torch-2.13.0+cpu</a>")
+    server = _serve(tmp_path)
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        assert helpers.cpu_index_reachable(f"{base}/whl/cpu", timeout=5) is None
+        assert helpers.cpu_index_reachable(f"{base}/whl/cu999", timeout=5) == "HTTP 404"
+    finally:
+        server.shutdown()
+        server.server_close()
+    port = server.server_address[1]  # closed now
+    assert "refused" in helpers.cpu_index_reachable(f"http://127.0.0.1:{port}/cpu", timeout=5)
+
+
+def _fresh_install(tmp_path: Path, fakes: Fakes, *args: str, **env: str):
+    env_dir = _recording_env(tmp_path / "env", fakes.calls, fresh=True)
+    environ = fakes.env(VIRTUAL_ENV=str(env_dir), PIP_CONFIG_FILE=os.devnull, **env)
+    proc = _run(["bash", str(SCRIPTS / "install.sh"), *args], environ)
+    pips = [c.strip() for c in fakes.called() if c.startswith("python -m pip install")]
+    return proc, pips, env_dir
+
+
+def test_install_takes_the_cpu_build_from_pytorchs_index(tmp_path: Path, fakes: Fakes) -> None:
+    (tmp_path / "idx" / "torch").mkdir(parents=True)
+    server = _serve(tmp_path / "idx")
+    index = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        proc, pips, _ = _fresh_install(tmp_path, fakes, BERTCOURSE_CPU_INDEX=index)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"== torch: the CPU build from PyTorch's index {index}" in proc.stdout
+    assert pips[0] == f"python -m pip install -q --no-deps --index-url {index} {PIN}"
+    assert pips[1].startswith("python -m pip install -q -r requirements.txt -e .")
+
+
+def test_install_with_cuda_or_without_the_index_takes_pypis_build(
+    tmp_path: Path, fakes: Fakes
+) -> None:
+    closed = "http://127.0.0.1:9"  # the discard port: nothing listens
+    proc, pips, _ = _fresh_install(tmp_path / "a", fakes, "--cuda", BERTCOURSE_CPU_INDEX=closed)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "== torch: the CUDA build from PyPI (asked for)" in proc.stdout
+    assert not [p for p in pips if "--index-url" in p]
+
+    fakes.calls.write_text("")
+    proc, pips, _ = _fresh_install(tmp_path / "b", fakes, BERTCOURSE_CPU_INDEX=closed)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"== warning: PyTorch's CPU index {closed} cannot be reached" in proc.stdout
+    assert not [p for p in pips if "--index-url" in p]
+    bad = _run(["bash", str(SCRIPTS / "install.sh")], fakes.env(BERTCOURSE_TORCH="rocm"))
+    assert (
+        bad.returncode == 2
+        and "BERTCOURSE_TORCH is 'rocm': cpu (the default) or cuda" in bad.stderr
+    )
+
+
+# --- a learner's JupyterLab (issue 21: the instructor's tools were shown to learners) ----------
+
+
+def _lab_state(prefix: Path, user: Path) -> tuple[dict, dict]:
+    """What Jupyter itself makes of the configuration: server extensions, disabled plugins."""
+    code = (
+        "import json, sys\n"
+        "from jupyter_core.paths import jupyter_config_path\n"
+        "from jupyter_server.extension.config import ExtensionConfigManager\n"
+        "from jupyterlab_server.config import get_static_page_config\n"
+        "server = ExtensionConfigManager(read_config_path=jupyter_config_path())\n"
+        "print(json.dumps([server.get_jpserver_extensions(),\n"
+        "                  get_static_page_config(level='all').get('disabledExtensions', {})]))\n"
+    )
+    env = dict(
+        os.environ, JUPYTER_CONFIG_DIR=str(user), JUPYTER_CONFIG_PATH=f"{prefix}/etc/jupyter"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    server, disabled = json.loads(proc.stdout)
+    return server, disabled
+
+
+def test_a_new_environment_gets_a_learners_jupyterlab(tmp_path: Path, fakes: Fakes) -> None:
+    proc, _, env_dir = _fresh_install(tmp_path, fakes, "--cuda")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "== JupyterLab: the learner's" in proc.stdout
+    assert helpers.INSTRUCTOR_COMMAND in proc.stdout  # how to turn them on
+    # nbgrader's own file, as pip installs it, turns every extension on
+    shipped = Path(sys.prefix) / "etc/jupyter/jupyter_server_config.d/nbgrader.json"
+    data = env_dir / "etc" / "jupyter" / "jupyter_server_config.d"
+    shutil.copy2(shipped, data / "nbgrader.json")
+    user = tmp_path / "user-config"
+    user.mkdir()
+    server, disabled = _lab_state(env_dir, user)
+    assert server["nbgrader.server_extensions.formgrader"] is False
+    assert server["nbgrader.server_extensions.course_list"] is False
+    assert server["nbgrader.server_extensions.validate_assignment"] is True  # the student's
+    assert server["nbgrader.server_extensions.assignment_list"] is True
+    for plugin in helpers.INSTRUCTOR_LAB_PLUGINS:
+        assert disabled[plugin] is True, plugin
+    assert not disabled.get("@jupyter/nbgrader:validate-assignment")
+    assert not disabled.get("@jupyter/nbgrader:assignment-list")
+
+    # the instructor's command turns them on, and a later install keeps that choice
+    for args in (["--instructor"], []):
+        again = _run(
+            ["bash", str(SCRIPTS / "install.sh"), *args], fakes.env(VIRTUAL_ENV=str(env_dir))
+        )
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "== JupyterLab: the instructor's nbgrader tools are on" in again.stdout
+        server, disabled = _lab_state(env_dir, user)
+        assert server["nbgrader.server_extensions.formgrader"] is True
+        assert not any(disabled.get(p) for p in helpers.INSTRUCTOR_LAB_PLUGINS)
+    learner = _run(
+        ["bash", str(SCRIPTS / "install.sh"), "--learner"], fakes.env(VIRTUAL_ENV=str(env_dir))
+    )
+    assert "== JupyterLab: the learner's" in learner.stdout
+    assert _lab_state(env_dir, user)[0]["nbgrader.server_extensions.formgrader"] is False
+
+
+def test_the_instructor_tools_are_named_as_nbgrader_names_them() -> None:
+    """The names of nbgrader 0.9.6's own installation guide (and of its installed config)."""
+    shipped = json.loads(
+        (Path(sys.prefix) / "etc/jupyter/jupyter_server_config.d/nbgrader.json").read_text()
+    )["ServerApp"]["jpserver_extensions"]
+    assert set(helpers.INSTRUCTOR_SERVER_EXTENSIONS) < set(shipped)
+    import nbgrader
+
+    guide = Path(nbgrader.__file__).parent / "docs/source/user_guide/installation.rst"
+    text = guide.read_text()
+    for name in helpers.INSTRUCTOR_LAB_PLUGINS + helpers.INSTRUCTOR_SERVER_EXTENSIONS:
+        assert f"disable {name}" in text, name

@@ -24,6 +24,20 @@ Four jobs:
 4. Keep pages free of console errors: sphinx-thebe (always loaded by Jupyter Book 1) declares
    `const THEBE_JS_URL` twice in every page (a SyntaxError in the browser) and points at
    unpkg.com. Live code (thebe) is off in `_config.yml`, so its scripts are dropped from pages.
+5. Failures are loud and not remembered. jupyter-cache stores only successful executions (myst-nb
+   `core/execute/cache.py` caches a notebook only when `result.err is None`), but Sphinx keeps
+   every page it has read, failed or not, in `environment.pickle` and reads a page again only
+   when its source changes: a second build reported "build succeeded" and showed the failed
+   page's traceback. So a page whose execution failed is always read (and executed) again
+   (`env-get-outdated`), and after a build with warnings the saved environment is deleted, as
+   Sphinx itself does after an exception, so the next build reads every page again (from the
+   execution cache where it succeeded) and reports every warning again.
+6. One thread per kernel: `OMP_NUM_THREADS=1` (and MKL's) is set for the kernels the build
+   starts, so no page oversubscribes a busy machine's cores; a page that measures threads sets
+   them itself with `torch.set_num_threads`.
+
+`python bertcourse/viz/book_ext.py summary LOG` (scripts/build_book.sh) reads a build's log and
+prints one line: the first problem, naming the page, the cell and the error.
 """
 
 from __future__ import annotations
@@ -32,6 +46,7 @@ import argparse
 import hashlib
 import importlib.metadata
 import json
+import os
 import re
 import shutil
 import sys
@@ -39,7 +54,7 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from sphinx.application import Sphinx
+from sphinx.application import ENV_PICKLE_FILENAME, Sphinx
 from sphinx.config import Config
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -237,6 +252,48 @@ def _launch_exercise(app: Sphinx, pagename: str, templatename: str, context: dic
             group["buttons"] = [b for b in buttons if "colab." not in b.get("url", "")]
 
 
+# --- 5. failures are not remembered ---------------------------------------------------------
+
+
+def failed_pages(env) -> list[str]:
+    """Pages whose last execution failed, as myst-nb recorded it (`exec_data["succeeded"]`)."""
+    metadata = getattr(env, "nb_metadata", {}) or {}
+    return sorted(
+        doc
+        for doc, data in metadata.items()
+        if (data.get("exec_data") or {}).get("succeeded") is False
+    )
+
+
+def _reread_failed_pages(app: Sphinx, env, added, changed, removed) -> list[str]:
+    pages = [doc for doc in failed_pages(env) if doc in env.found_docs and doc not in removed]
+    if pages:
+        logger.info(f"book_ext: executing again the pages that failed last time: {pages}")
+    return pages
+
+
+def _forget_a_build_with_warnings(app: Sphinx, exception: Exception | None) -> None:
+    """After warnings, delete the saved environment: the next build reads every page again.
+
+    (Sphinx does this after an exception; with `-W --keep-going` warnings are no exception.)
+    """
+    if not getattr(app, "_warncount", 0):
+        return
+    envfile = Path(app.doctreedir) / ENV_PICKLE_FILENAME
+    if envfile.is_file():
+        envfile.unlink()
+        logger.info("book_ext: the build had warnings: the next build reads every page again")
+
+
+# --- 6. one thread per kernel ----------------------------------------------------------------
+
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def _one_thread_per_kernel(app: Sphinx, config: Config) -> None:
+    os.environ.update(ONE_THREAD)  # inherited by the kernels jupyter-cache starts
+
+
 def setup(app: Sphinx) -> dict:
     # priority < 500: run before myst-nb reads its configuration on builder-inited.
     app.connect("config-inited", _key_cache_to_package, priority=400)
@@ -246,16 +303,162 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _drop_thebe)
     # after sphinx-book-theme's add_launch_buttons (priority 501)
     app.connect("html-page-context", _launch_exercise, priority=502)
+    app.connect("config-inited", _one_thread_per_kernel)
+    app.connect("env-get-outdated", _reread_failed_pages)
+    app.connect("build-finished", _forget_a_build_with_warnings)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
+# --- the one-line summary of a failed build (scripts/build_book.sh) ---------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Sphinx: "<file>[:<line>]: WARNING: <message> [<type>]", the message possibly over many lines
+_WARNING = re.compile(r"^(?:(?P<file>\S[^:]*?)(?::(?P<line>\d+))?: )?(?:WARNING|ERROR|CRITICAL): ")
+_CODE_CELL = re.compile(r"^(`{3,}|~{3,})\{code-cell\}")
+_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception|Interrupt|Exit))(?::\s*(.*))?$")
+
+
+class Problem(NamedTuple):
+    """One warning or error of a build log."""
+
+    page: str | None  # the file, relative to the book's root when it is inside it
+    line: int | None
+    message: str  # the whole message, over all its lines
+
+
+class FailedCell(NamedTuple):
+    """The cell of an executed notebook that failed, numbered as a reader counts them."""
+
+    number: int  # 1-based, among the page's code cells
+    line: int | None  # where its ```{code-cell} starts in the MyST source
+    error: str  # "ValueError: the flag file is missing"
+
+
+def build_problems(log: str, root: Path) -> list[Problem]:
+    """Every WARNING/ERROR of a Sphinx/jupyter-book log, in order, with its page and line."""
+    problems: list[Problem] = []
+    current: list[str] | None = None
+    where: tuple[str | None, int | None] = (None, None)
+
+    def close() -> None:
+        if current is not None:
+            text = "\n".join(current).strip()
+            text = re.sub(r"\s*\[[\w.]+\]$", "", text)  # the warning type, e.g. [mystnb.exec]
+            problems.append(Problem(where[0], where[1], text))
+
+    for raw in _ANSI.sub("", log).splitlines():
+        m = _WARNING.match(raw)
+        if m:
+            close()
+            page = m.group("file")
+            if page:
+                path = Path(page)
+                if path.is_absolute() and path.is_relative_to(root):
+                    page = path.relative_to(root).as_posix()
+            where = (page, int(m.group("line")) if m.group("line") else None)
+            current = [raw[m.end() :]]
+        elif current is not None:
+            # a multi-line message (a traceback) goes on until a line of Sphinx's own
+            if raw.startswith(
+                ("looking for now-outdated", "pickling environment", "reading sources")
+            ):
+                close()
+                current = None
+            else:
+                current.append(raw)
+                if re.search(r"\[[\w.]+\]$", raw):
+                    close()
+                    current = None
+    close()
+    # myst-nb's second line about a failure (where it saved the traceback) is no problem of its own
+    return [p for p in problems if not p.message.startswith("Notebook exception traceback saved")]
+
+
+def failed_cell(notebook: dict, source: str | None = None) -> FailedCell | None:
+    """The first code cell with an error output (not tagged `raises-exception`), else the last
+    cell that started to run (a time-out or a dead kernel leaves no error output)."""
+    code = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+    fences = [i + 1 for i, ln in enumerate((source or "").splitlines()) if _CODE_CELL.match(ln)]
+    found = None
+    for number, cell in enumerate(code, 1):
+        if "raises-exception" in cell.get("metadata", {}).get("tags", []):
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if errors:
+            evalue = (errors[0].get("evalue") or "").strip().splitlines()
+            found = (number, f"{errors[0].get('ename')}: {evalue[0] if evalue else ''}".strip(": "))
+            break
+        if cell.get("execution_count") is not None:
+            found = (number, "")
+    if found is None:
+        return None
+    number, error = found
+    line = fences[number - 1] if len(fences) >= number else None
+    return FailedCell(number, line, error)
+
+
+def _execution_error(message: str) -> str:
+    """ "CellTimeoutError: a cell timed out after 600 s" from myst-nb's failure message."""
+    kind = re.match(r"Executing notebook failed: (\w+)", message)
+    kind_name = kind.group(1) if kind else "execution failed"
+    timed_out = re.search(r"timed out while it was being executed, after (\d+) seconds", message)
+    if timed_out:
+        return f"{kind_name}: a cell ran longer than the {timed_out.group(1)} s cell limit"
+    for line in reversed(message.splitlines()):
+        m = _EXCEPTION.match(line.strip())
+        if m and m.group(1) != kind_name:
+            return f"{m.group(1)}: {m.group(2) or ''}".strip(": ")
+    return kind_name
+
+
+def build_summary(log: str, root: Path, build_dir: Path) -> str:
+    """One line naming the first problem of a failed build: page, cell and error."""
+    problems = build_problems(log, root)
+    if not problems:
+        lines = [ln.strip() for ln in _ANSI.sub("", log).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if _EXCEPTION.match(ln)]
+        last = errors[-1] if errors else (lines[-1] if lines else "no output")
+        return f"the build failed without a warning; its last error: {last[:300]}"
+    first = next((p for p in problems if p.message.startswith("Executing notebook")), problems[0])
+    more = f" (and {len(problems) - 1} more above)" if len(problems) > 1 else ""
+    where = first.page or "the build"
+    if first.message.startswith("Executing notebook") and first.page:
+        page = Path(first.page)
+        executed = build_dir / "jupyter_execute" / page.with_suffix(".ipynb")
+        source = root / page
+        cell = None
+        if executed.is_file():
+            cell = failed_cell(
+                json.loads(executed.read_text(encoding="utf-8")),
+                source.read_text(encoding="utf-8") if source.is_file() else None,
+            )
+        error = _execution_error(first.message)
+        if cell is not None:
+            at = f", line {cell.line}" if cell.line else ""
+            error = cell.error if cell.error and "timed out" not in first.message else error
+            return f"{where}{at} (code cell {cell.number}): {error}{more}"
+        return f"{where}: {error}{more}"
+    at = f", line {first.line}" if first.line else ""
+    text = first.message.strip().splitlines()[0] if first.message.strip() else "a warning"
+    return f"{where}{at}: {text[:300]}{more}"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python bertcourse/viz/book_ext.py install-mathjax [SITE]` (scripts/install_mathjax.sh)."""
+    """`python bertcourse/viz/book_ext.py install-mathjax [SITE]` (scripts/install_mathjax.sh),
+    `python bertcourse/viz/book_ext.py summary LOG [--root .] [--build _build]` (build_book.sh)."""
     parser = argparse.ArgumentParser(description="Tools of the bertcourse book extension.")
     sub = parser.add_subparsers(dest="command", required=True)
     cmd = sub.add_parser("install-mathjax", help=install_mathjax.__doc__.splitlines()[0])
     cmd.add_argument("site", nargs="?", type=Path, default=Path("_mathjax/site"))
+    summary = sub.add_parser("summary", help=build_summary.__doc__.splitlines()[0])
+    summary.add_argument("log", type=Path)
+    summary.add_argument("--root", type=Path, default=Path("."))
+    summary.add_argument("--build", type=Path, default=Path("_build"))
     args = parser.parse_args(argv)
+    if args.command == "summary":
+        log = args.log.read_text(encoding="utf-8", errors="replace")
+        print(build_summary(log, args.root.resolve(), args.build))
+        return 0
     try:
         copy = install_mathjax(args.site)
     except MathJaxError as err:
