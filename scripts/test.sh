@@ -2,7 +2,9 @@
 # The whole test suite, from a fresh machine (what CI runs, see .ci/run): install everything
 # (scripts/install.sh, with Chromium and PostgreSQL for the tests), lint, then run every test
 # (package, exercises and grading pipeline, pretraining and DDP smoke tests, the book build
-# with warnings as errors and its headless-Chromium check). Arguments go to pytest.
+# with warnings as errors beside two CPU-bound processes, and its headless-Chromium check).
+# Arguments go to pytest. Everyday work: `python -m pytest -m "not slow"` (the heavy tier,
+# marked in tests/conftest.py, left out).
 # Everything runs in the environment install.sh picks: the active virtualenv or conda environment,
 # otherwise the project's .venv (created on the first run).
 set -euo pipefail
