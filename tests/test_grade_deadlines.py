@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import csv
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from hostile.bank import make_student_notebook
+from course_fixture import make_toy_course
 
 from bertcourse.grade.__main__ import main
 
@@ -38,17 +36,8 @@ nostamp,No Stamp,nostamp@uni,nostamp
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    course = tmp_path_factory.mktemp("deadlines") / "course"
-    shutil.copytree(HERE / "hostile" / "course", course)
-    subprocess.run(
-        [sys.executable, "-m", "nbgrader", "generate_assignment", "toy", "--force"],
-        cwd=course,
-        check=True,
-        capture_output=True,
-    )
-    source = nbformat.read(course / "solutions" / "toy" / "toy.ipynb", 4)
-    release = nbformat.read(course / "exercises" / "toy" / "toy.ipynb", 4)
-    honest = make_student_notebook(release, source)
+    toy = make_toy_course(tmp_path_factory.mktemp("deadlines") / "course")
+    course, honest = toy.root, toy.honest
     for student, stamp in [
         ("ontime", "2026-03-01 11:59:00.000000 UTC"),
         ("late", "2026-03-03 09:00:00.000000 UTC"),

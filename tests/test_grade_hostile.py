@@ -20,20 +20,19 @@ import pwd
 import re
 import shutil
 import stat
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+from course_fixture import make_toy_course
 from hostile.bank import (
     CASES,
     FULL,
     MISSING_STUDENT,
     PARTS,
     Case,
-    make_student_notebook,
     prepend,
     write_submission,
 )
@@ -110,17 +109,8 @@ def _mismatch(row: dict[str, str], case: Case) -> str | None:
 
 
 def _build_bank(base: Path) -> dict:
-    course = base / "course"
-    shutil.copytree(HERE / "hostile" / "course", course)
-    subprocess.run(
-        [sys.executable, "-m", "nbgrader", "generate_assignment", "toy", "--force"],
-        cwd=course,
-        check=True,
-        capture_output=True,
-    )
-    source = nbformat.read(course / "solutions" / "toy" / "toy.ipynb", as_version=4)
-    release = nbformat.read(course / "exercises" / "toy" / "toy.ipynb", as_version=4)
-    honest = make_student_notebook(release, source)
+    toy = make_toy_course(base / "course")
+    course, honest = toy.root, toy.honest
     submitted = course / ".grading" / "submitted"
     import bertcourse.grading
 

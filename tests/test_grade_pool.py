@@ -10,9 +10,10 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import sys
 from pathlib import Path
 
-from bertcourse.grade import runner
+from bertcourse.grade import gradebook, runner
 from bertcourse.grade.assignment import AssignmentSpec
 from bertcourse.grade.isolation import Limits
 from bertcourse.grade.results import SubmissionResult
@@ -30,7 +31,7 @@ def _task(student: str, tmp: Path) -> Task:
         submitted_dir=str(tmp / "submitted" / student),
         autograded_dir=str(tmp / "autograded" / student),
         feedback_dir=str(tmp / "feedback" / student),
-        db_url=f"sqlite:///{tmp}/no-such-dir/gradebook.db",
+        db_url=f"sqlite:///{tmp}/gradebook.db",
         run_id="r",
         caps_json="{}",
         limits=Limits(),
@@ -55,7 +56,7 @@ def stand_in(task: Task) -> SubmissionResult:
     return SubmissionResult(task.student, task.spec.name, task.run_id, 1.0, Status.GRADED)
 
 
-def test_a_dead_worker_costs_only_its_own_submission(tmp_path: Path) -> None:
+def test_a_dead_worker_costs_only_its_own_submission(tmp_path: Path, monkeypatch) -> None:
     """A reply bomb (MemoryError at the worker's cap), a worker killed from outside and a full
     disk: each is `crashed` with its reason; every classmate graded, exactly one row each."""
     hostile = {
@@ -65,6 +66,9 @@ def test_a_dead_worker_costs_only_its_own_submission(tmp_path: Path) -> None:
     }
     students = ["alice", "reply-bomb", "bob", "killed", "carol", "full-disk", "dave"]
     tasks = [_task(s, tmp_path) for s in students]
+    # nbgrader creates a gradebook with the `alembic` command of this environment
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    gradebook.prepare(tasks[0].db_url, "course")
     results = runner._run_pool(
         tasks, 2, False, tasks[0].db_url, "course", worker_memory=400 << 20, grade=stand_in
     )
@@ -78,3 +82,5 @@ def test_a_dead_worker_costs_only_its_own_submission(tmp_path: Path) -> None:
         else:
             assert result.status is Status.GRADED, (student, result.detail)
     assert all(not os.path.exists(t.scratch_dir) for t in tasks)  # the parent cleaned up
+    rows = {r.student_id: r.status for r in gradebook.read_results(tasks[0].db_url, "course", "a1")}
+    assert {s: rows.get(s) for s in hostile} == dict.fromkeys(hostile, "crashed")

@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import nbformat
 import pytest
-from hostile.bank import CASES, make_student_notebook, write_submission
+from course_fixture import make_toy_course
+from hostile.bank import CASES, write_submission
 
 HERE = Path(__file__).parent
 INITDB = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
@@ -93,17 +93,8 @@ def postgres():
 def test_two_graders_with_several_workers_share_one_postgres_gradebook(
     postgres: str, tmp_path: Path
 ) -> None:
-    course = tmp_path / "course"
-    shutil.copytree(HERE / "hostile" / "course", course)
-    subprocess.run(
-        [sys.executable, "-m", "nbgrader", "generate_assignment", "toy", "--force"],
-        cwd=course,
-        check=True,
-        capture_output=True,
-    )
-    source = nbformat.read(course / "solutions" / "toy" / "toy.ipynb", 4)
-    release = nbformat.read(course / "exercises" / "toy" / "toy.ipynb", 4)
-    honest = make_student_notebook(release, source)
+    toy = make_toy_course(tmp_path / "course")
+    course, honest = toy.root, toy.honest
     cases = {c.name: c for c in CASES if c.name in STUDENTS}
     for name, case in cases.items():
         write_submission(

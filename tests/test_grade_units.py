@@ -17,9 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import nbformat
 import pytest
-from hostile.bank import make_student_notebook
+from course_fixture import make_toy_course
 
 from bertcourse.grade import isolation
 from bertcourse.grade.assignment import ensure_in_gradebook, load_assignment, strip_hidden_tests
@@ -125,20 +124,11 @@ time.sleep(1)
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory: pytest.TempPathFactory):
-    course = tmp_path_factory.mktemp("units") / "course"
-    shutil.copytree(HERE / "hostile" / "course", course)
-    subprocess.run(
-        [sys.executable, "-m", "nbgrader", "generate_assignment", "toy", "--force"],
-        cwd=course,
-        check=True,
-        capture_output=True,
-    )
-    coursedir, _ = load_coursedir(str(course), None)
+    toy = make_toy_course(tmp_path_factory.mktemp("units") / "course")
+    coursedir, _ = load_coursedir(str(toy.root), None)
     ensure_in_gradebook(coursedir, "toy")
     spec = load_assignment(coursedir, "toy")
-    source = nbformat.read(course / "solutions" / "toy" / "toy.ipynb", 4)
-    release = nbformat.read(course / "exercises" / "toy" / "toy.ipynb", 4)
-    return coursedir, spec, make_student_notebook(release, source)
+    return coursedir, spec, toy.honest
 
 
 def _cell(nb, gid):

@@ -781,3 +781,45 @@ def test_a_call_past_its_time_limit_is_timed_out_whatever_the_message() -> None:
     assert not outcome.passed and outcome.timed_out
     late = referee.run_test("scale_tests", deadline=0.0)
     assert not late.passed and late.timed_out
+
+
+def _serve(fn, args, forbid) -> dict:
+    request = codec.encode(
+        {"fn": "f", "args": args, "kwargs": {}, "use_reference": {}, "forbid": grading.forbid._expand(forbid)}
+    )  # fmt: skip
+    old = remote._namespace
+    remote._namespace = lambda: {"f": fn}
+    try:
+        return codec.decode(remote.serve(request), "referee")
+    finally:
+        remote._namespace = old
+
+
+@pytest.mark.parametrize(
+    "forbid, fn",
+    [
+        ("log_softmax", lambda x: torch.ops.aten._log_softmax(x, -1, False)),
+        ("log_softmax", lambda x: x - torch.ops.aten.logsumexp(x, [-1], True)),
+        ("sdpa", lambda x: torch.ops.aten.scaled_dot_product_attention(x, x, x)),
+        (
+            "cross_entropy",
+            lambda x: torch.ops.aten.nll_loss_nd(
+                x.reshape(-1, 3).log_softmax(-1), torch.zeros(4, dtype=torch.long), None, 1, -100
+            ),
+        ),
+    ],
+)
+def test_the_kernel_trace_flags_forbidden_aten_operators_whatever_the_name(forbid, fn) -> None:
+    reply = _serve(fn, (torch.randn(2, 2, 3),), forbid)
+    assert any(f.startswith("the ATen operator aten::") for f in reply["forbidden"]), reply
+
+
+def test_the_kernel_trace_leaves_honest_code_alone() -> None:
+    def log_softmax(x):
+        shifted = x - x.amax(dim=-1, keepdim=True)
+        return shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
+
+    x = torch.randn(2, 3)
+    reply = _serve(log_softmax, (x,), "log_softmax")
+    assert reply["ok"] and reply["forbidden"] == []
+    assert torch.allclose(reply["result"], torch.log_softmax(x, -1), atol=1e-6)

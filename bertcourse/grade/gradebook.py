@@ -132,7 +132,10 @@ class GradebookWriter:
             try:
                 with self.db.begin_nested():
                     row = GradeStatus(
-                        course_id=self.course_id, assignment=assignment, student_id=student
+                        course_id=self.course_id,
+                        assignment=assignment,
+                        student_id=student,
+                        status=PENDING,
                     )
                     self.db.add(row)
             except IntegrityError:

@@ -398,8 +398,10 @@ class _Worker:
 
 
 def _death_reason(process: multiprocessing.process.BaseProcess) -> str:
-    process.join(5)
+    process.join(60)
     code = process.exitcode
+    if code is None:
+        return "the grader worker stopped answering"
     if code is not None and code < 0:
         name = signal.Signals(-code).name
         hint = " (the worker's memory limit or the system's OOM killer)" if -code == 9 else ""
@@ -459,7 +461,9 @@ def _run_pool(
 
     def start() -> _Worker:
         parent, child = context.Pipe()
-        process = context.Process(target=_worker_loop, args=(child, worker_memory, grade), daemon=True)
+        process = context.Process(
+            target=_worker_loop, args=(child, worker_memory, grade), daemon=True
+        )
         process.start()
         child.close()
         return _Worker(process, parent)

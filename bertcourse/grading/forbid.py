@@ -130,6 +130,34 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     ),
 }
 
+_SDPA_OPS = (
+    "aten::_safe_softmax",  # the math path of scaled_dot_product_attention (and nothing else)
+    "aten::_scaled_dot_product_attention_math",
+    "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_flash_attention_for_cpu",
+    "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention",
+)
+_NLL_OPS = ("aten::nll_loss_forward", "aten::nll_loss2d_forward")
+# forbidden name -> the ATen operators that only it (or its library kin) runs: recorded in the
+# kernel while a graded call runs (`remote.serve`); one of them fails the call, whatever name
+# reached it (torch.ops.aten, torch._C, a private helper). A second signal: it can only lower a
+# score. Ops that honest code runs too (mul, exp, sum, a backward's) are not listed.
+FORBIDDEN_OPS: dict[str, tuple[str, ...]] = {
+    "torch.nn.functional.scaled_dot_product_attention": _SDPA_OPS,
+    "torch.nn.functional.multi_head_attention_forward": _SDPA_OPS,
+    "torch.log_softmax": ("aten::_log_softmax", "aten::special_log_softmax"),
+    "torch.logsumexp": ("aten::logsumexp",),
+    "torch.nn.functional.cross_entropy": _NLL_OPS,
+    "torch.nn.functional.nll_loss": _NLL_OPS,
+    "torch.optim.Adam.step": ("aten::_fused_adam_", "aten::_fused_adamw_"),
+}
+
+
+def forbidden_ops(names: str | Iterable[str]) -> frozenset[str]:
+    """The ATen operators whose run fails a call that forbids `names`."""
+    return frozenset(op for name in _expand(names) for op in FORBIDDEN_OPS.get(name, ()))
+
 
 # --- forbidden references -----------------------------------------------------------------
 

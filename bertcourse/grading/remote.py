@@ -220,7 +220,7 @@ def _namespace() -> dict[str, Any]:
 
 def serve(request: str) -> str:
     """Kernel side: run one call of the learner's function; the reply as codec text."""
-    from bertcourse.grading.forbid import forbidden
+    from bertcourse.grading.forbid import forbidden, forbidden_ops
 
     try:
         call = codec.decode(request, "kernel")
@@ -253,10 +253,12 @@ def serve(request: str) -> str:
     except Exception as error:
         return _reply({"ok": False, "error": {"type": "GraderError", "message": repr(error)[:500]}})
     try:
+        trace = OpTrace(forbidden_ops(call["forbid"]))
         with forbidden(call["forbid"], fn, references) as calls, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                result = fn(*args, **kwargs)
+                with trace:
+                    result = fn(*args, **kwargs)
                 outcome: dict[str, Any] = {"ok": True, "result": result}
             except BaseException as error:  # noqa: BLE001 (reported to the referee)
                 if isinstance(error, (KeyboardInterrupt, SystemExit)):
@@ -269,13 +271,45 @@ def serve(request: str) -> str:
                         "traceback": "".join(traceback.format_exception(error))[-MAX_TRACEBACK:],
                     },
                 }
-        outcome["forbidden"] = list(calls)
+        outcome["forbidden"] = list(calls) + [f"the ATen operator {op}" for op in trace.seen]
     except BaseException as error:  # noqa: BLE001 (the grading setup itself failed here)
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
         outcome = {"ok": False, "error": {"type": "GraderError", "message": repr(error)[:500]}}
     outcome["args_after"] = (args, kwargs)
     return _reply(outcome)
+
+
+class OpTrace:
+    """Records which of `ops` (ATen operator names, "aten::_log_softmax") run inside the
+    block: a dispatch mode, below every Python name a learner could use to reach them."""
+
+    def __init__(self, ops: frozenset[str]) -> None:
+        self.ops = ops
+        self.seen: list[str] = []
+        self._mode: Any = None
+
+    def __enter__(self) -> OpTrace:
+        if self.ops:
+            from torch.utils._python_dispatch import TorchDispatchMode
+
+            trace = self
+
+            class _Mode(TorchDispatchMode):
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    name = func._overloadpacket._qualified_op_name
+                    if name in trace.ops and name not in trace.seen:
+                        trace.seen.append(name)
+                    return func(*args, **(kwargs or {}))
+
+            self._mode = _Mode()
+            self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._mode is not None:
+            self._mode.__exit__(*exc)
+            self._mode = None
 
 
 class Reply(str):
