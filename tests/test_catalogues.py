@@ -16,7 +16,7 @@ import pkgutil
 import pytest
 
 from bertcourse.grading import catalogues, mistakes
-from bertcourse.grading.mistakes import HEADLINE_WIDTH, diagnose, probes, resolve
+from bertcourse.grading.mistakes import HEADLINE_WIDTH, diagnose, distinguishes, probes, resolve
 from bertcourse.grading.values import _compare
 
 # catalogues whose mistakes are random draws: the test cells recognise them by a property
@@ -58,6 +58,15 @@ def test_each_mistake_is_named_as_itself_and_nothing_else(key):
         if not applicable:
             problems.append(f"{entry.name!r}: applies to no probe")
             continue
+        telling = [
+            case
+            for case in cases
+            if distinguishes(
+                entry, {id(m): _safe(m.compute, *case) for m in entries}, entries, compare
+            )
+        ]
+        if not telling:
+            problems.append(f"{entry.name!r}: no probe tells it apart from the others")
         args, kwargs, got = applicable[0]
         named = diagnose(got, key, args, kwargs, compare, call=entry.compute)
         if named is not entry:
@@ -84,3 +93,39 @@ def test_headlines_fit_the_validate_views(key):
     for entry in resolve(key):
         assert len(entry.headline) <= HEADLINE_WIDTH, entry.headline
         assert entry.headline.startswith(entry.name) and " — chapter " in entry.headline
+
+
+def test_a_learner_sees_the_mistake_first_and_no_grading_frame():
+    """What JupyterLab and `nbgrader validate` show for a failed check (checks.learner_traceback):
+    the headline first, every line within the validate views' width, no grading frame."""
+    import sys
+
+    import torch
+
+    from bertcourse import grading
+    from bertcourse.grading import checks
+
+    def scaled_dot_product_attention(q, k, v, bias=None):  # the d_k mistake
+        scores = q @ k.transpose(-2, -1) / q.shape[-1]
+        probs = torch.softmax(scores if bias is None else scores + bias, dim=-1)
+        return probs @ v, probs
+
+    q, k, v = (grading.randn(1, 2, 4, 8, seed=s) for s in (1, 2, 3))
+    checks._PARTS.pre_run_cell()
+    try:
+        grading.check_close(
+            scaled_dot_product_attention,
+            "bertcourse.attention.scaled_dot_product_attention",
+            q, k, v, forbid="sdpa", mistakes="sdpa",
+        )  # fmt: skip
+    except grading.GradingError:
+        _, error, tb = sys.exc_info()
+    else:
+        raise AssertionError("the d_k mistake passed")
+    lines = checks.learner_traceback(error, tb)
+    (sdpa,) = [m for m in resolve("sdpa") if "d_k, not" in m.name]
+    assert lines[0] == sdpa.headline == str(error).splitlines()[0]
+    assert all(len(line) <= HEADLINE_WIDTH for line in lines), lines
+    assert lines[-2].startswith("Parts checked so far: ✗ scaled_dot_product_attention")
+    assert "in this cell" in lines[-1] and "grading.check_close(" in lines[-1]
+    assert not any("checks.py" in line or "GradingError(" in line for line in lines)

@@ -277,8 +277,16 @@ def _wrap(line: str) -> list[str]:
 
 
 def _ipython_handler(shell: Any, etype: Any, value: Any, tb: Any, tb_offset: Any = None):
-    """IPython's CustomTB: it shows the traceback itself (the kernel sends it as the error)."""
-    shell._showtraceback(etype, value, learner_traceback(value, tb))
+    """IPython's CustomTB: it shows the traceback itself (the kernel sends it as the error).
+    A failed check gets `learner_traceback`; any other error keeps IPython's traceback, with
+    the parts so far below it when it happened in a test cell."""
+    if isinstance(value, (GradingError, ForbiddenCallError)):
+        lines = learner_traceback(value, tb)
+    else:
+        lines = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+        if _PARTS.current:
+            lines = [*lines, *_wrap(_PARTS.summary(_PARTS.current[0]))]
+    shell._showtraceback(etype, value, lines)
 
 
 def _install_in_ipython() -> None:
@@ -294,7 +302,7 @@ def _install_in_ipython() -> None:
     shell.events.register("pre_run_cell", _PARTS.pre_run_cell)
     shell.events.register("post_run_cell", _PARTS.post_run_cell)
     if not shell.custom_exceptions:
-        shell.set_custom_exc((GradingError, ForbiddenCallError), _ipython_handler)
+        shell.set_custom_exc((Exception,), _ipython_handler)
 
 
 _install_in_ipython()

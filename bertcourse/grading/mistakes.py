@@ -335,20 +335,32 @@ def probes(mistakes: str | Sequence[Mistake]) -> list[Probe]:
     return list(build()) if build else []
 
 
-def _gives(
-    mistake: Mistake, got: Any, args: tuple, kwargs: dict, compare: Callable[[Any, Any], list[str]]
-) -> bool | None:
-    """Does `mistake` give `got` on these inputs? None when it does not apply to them."""
+def _output(mistake: Mistake, args: tuple, kwargs: dict) -> Any:
+    """What `mistake` gives on these inputs; None when it does not apply to them."""
     from bertcourse.grading.values import _copy
 
     try:
         a, k = _copy((args, kwargs))
-        wrong = mistake.compute(*a, **k)
+        return mistake.compute(*a, **k)
     except Exception:  # a mistake that does not apply to these inputs
         return None
-    if wrong is None:
-        return None
-    return not compare(got, wrong)
+
+
+def distinguishes(
+    mistake: Mistake,
+    outputs: dict[int, Any],
+    entries: Sequence[Mistake],
+    compare: Callable[[Any, Any], list[str]],
+) -> bool:
+    """Does this probe tell `mistake` apart from every other entry (outputs by index)?"""
+    mine = outputs.get(id(mistake))
+    if mine is None:
+        return False
+    return all(
+        compare(mine, other)
+        for entry in entries
+        if entry is not mistake and (other := outputs.get(id(entry))) is not None
+    )
 
 
 def diagnose(
@@ -360,19 +372,29 @@ def diagnose(
     call: Callable[..., Any] | None = None,
 ) -> Mistake | None:
     """The one known mistake that gives `got` on these inputs and, when `call` runs the
-    learner's function, what the learner's function gives on each of the catalogue's probes;
-    None when no mistake or more than one fits (a wrong name is worse than none)."""
+    learner's function, also gives what the learner's function gives on every probe of the
+    catalogue that tells this mistake apart from the others (its signature). None when no
+    mistake, or more than one, fits: a wrong name is worse than none."""
     from bertcourse.grading.values import _copy
 
-    fits = [m for m in resolve(mistakes) if _gives(m, got, args, kwargs, compare)]
+    entries = resolve(mistakes)
+    fits = []
+    for mistake in entries:
+        wrong = _output(mistake, args, kwargs)
+        if wrong is not None and not compare(got, wrong):
+            fits.append(mistake)
     if fits and call is not None:
         for p_args, p_kwargs in probes(mistakes):
+            outputs = {id(m): _output(m, p_args, p_kwargs) for m in entries}
+            telling = [m for m in fits if distinguishes(m, outputs, entries, compare)]
+            if not telling:
+                continue
             try:
                 a, k = _copy((p_args, p_kwargs))
                 learner = call(*a, **k)
             except Exception:  # the learner's function fails where the mistake gives a value
                 return None
-            fits = [m for m in fits if _gives(m, learner, p_args, p_kwargs, compare) is not False]
+            fits = [m for m in fits if m not in telling or not compare(learner, outputs[id(m)])]
             if not fits:
                 return None
     return fits[0] if len(fits) == 1 else None

@@ -168,6 +168,44 @@ def wordpiece(word, vocab):
     return pieces
 
 
+# %% wrong wordpiece: the longest match taken from the end of the word (right to left)
+def wordpiece(word, vocab):
+    vocab = set(vocab)
+    if len(word) > 100:
+        return ["[UNK]"]
+    pieces, end = [], len(word)
+    while end > 0:
+        start = 0
+        while start < end:
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+            start += 1
+        if start == end:
+            return ["[UNK]"]
+        pieces.insert(0, piece)
+        end = start
+    return pieces
+
+
+# %% wrong wordpiece: the inner search stops one short (range's exclusive stop: the whole rest is never tried)
+def wordpiece(word, vocab):
+    vocab = set(vocab)
+    if len(word) > 100:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word) - 1, start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+        else:
+            return ["[UNK]"]
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
 # %% wrong wordpiece: keeps the pieces found before the gap, then [UNK]
 # names: the pieces found before a gap kept
 def wordpiece(word, vocab):

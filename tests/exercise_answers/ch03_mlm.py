@@ -232,6 +232,11 @@ def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
     return min(max_predictions_per_seq, max(1, int(seq_len * masked_lm_prob)))
 
 
+# %% wrong count: [CLS] and [SEP] left out of the count (round((seq_len - 2) * 0.15))
+def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
+    return min(max_predictions_per_seq, max(1, round((seq_len - 2) * masked_lm_prob)))
+
+
 # %% wrong count: rounds halves up (floor(x + 0.5)), not to even
 import math
 

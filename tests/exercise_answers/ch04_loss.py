@@ -107,6 +107,14 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     return grad / keep.sum().clamp(min=2)
 
 
+# %% wrong grad: divided by N even when N is 0 (0/0: NaN when every target is ignored)
+def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
+    keep = targets != ignore_index
+    one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
+    grad = (torch.softmax(logits, dim=-1) - one_hot) * keep[..., None]
+    return grad / keep.sum()
+
+
 # %% wrong grad: forgets to divide by the number of labelled items
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index

@@ -207,6 +207,15 @@ def mlm_head(head, hidden_states):
     return x @ head.decoder.weight.T + head.bias
 
 
+# %% wrong mlm_head: BERT's eps 1e-12 written in (a model configured with another eps is wrong)
+# names: a fixed LayerNorm eps
+def mlm_head(head, hidden_states):
+    ln = head.transform.layer_norm
+    x = F.gelu(head.transform.dense(hidden_states))
+    x = F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, eps=1e-12)
+    return x @ head.decoder.weight.T + head.bias
+
+
 # %% alternative mlm_head: the transform module, then F.linear with the tied weight
 def mlm_head(head, hidden_states):
     x = head.transform.layer_norm(head.transform.act(head.transform.dense(hidden_states)))

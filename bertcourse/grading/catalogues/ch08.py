@@ -104,6 +104,7 @@ def _head_probes() -> list[tuple[tuple, dict]]:
     return [
         ((pooled, weight, bias, labels), {}),
         ((pooled, w1, b1, torch.tensor([0.5, -1.0, 2.0, 0.0])), {}),
+        ((pooled * 100, weight, bias, labels), {}),  # confident mistakes: softmax underflows
     ]
 
 
