@@ -5,7 +5,7 @@ the MyST sources under `book/` and fail with the page and line to fix:
 
 - no control character but the newline in any page source (a `\\t` of `\\text` once became a
   TAB in a table of chapter 2 and the formula rendered as garbage);
-- every chapter (0 to 8) has the parts the introduction promises: learning goals, at least two
+- every chapter page (book/chNN_*.md, from chapter 0) has the parts the introduction promises: learning goals, at least two
   figures, a common-mistakes box and a questions section;
 - one notation for the pooler: the pooled vector is $\\mathbf{c}$ and vectors are rows
   ($h W_p$, never $W_p h$), as the introduction's notation table says.
@@ -75,9 +75,8 @@ def missing_parts(parts: dict[str, int]) -> list[str]:
 
 
 def test_the_checks_see_every_chapter_and_page() -> None:
-    names = [p.stem for p in CHAPTERS]
-    assert names[0].startswith("ch00_") and names[-1].startswith("ch08_"), names
-    assert len(names) == 9, names
+    numbers = [int(p.stem[2:4]) for p in CHAPTERS]
+    assert numbers == list(range(len(numbers))) and len(numbers) >= 9, [p.name for p in CHAPTERS]
     assert {BOOK / "intro.md", BOOK / "questions.md"} <= set(pages())
 
 
