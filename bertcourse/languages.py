@@ -5,8 +5,9 @@ value; the code path is the same for every language. ``python -m bertcourse.pret
 --lang CODE`` and ``load_corpus(..., lang=CODE)`` look the code up in :data:`LANGUAGES`.
 Today the registry has one entry, ``"en"``: the standard library's docstrings
 (:mod:`bertcourse.corpus`) with bert-base-uncased's vocabulary or a WordPiece vocabulary
-trained on them. A second language is a second entry (:func:`register_language`), not a copy
-of the English code.
+trained on them. A second language is a second entry, not a copy of the English code: a
+module that builds its :class:`Language` and calls :func:`register_language` when imported,
+named in :data:`LANGUAGE_MODULES` so that ``--lang CODE`` imports it on first use.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ ENGLISH = Language(
 
 LANGUAGES: dict[str, Language] = {ENGLISH.code: ENGLISH}
 
+# Languages defined in modules of their own (which call register_language when imported):
+# code -> module, imported on first use, so that `import bertcourse` stays light and
+# `--lang CODE` works without an import by hand. None yet (e.g. "zh": "bertcourse.zh").
+LANGUAGE_MODULES: dict[str, str] = {}
+
 
 def register_language(language: Language) -> Language:
     """Add ``language`` to :data:`LANGUAGES` (a code can be registered once)."""
@@ -80,14 +86,19 @@ def get_language(code: str | Language) -> Language:
     """The registered :class:`Language` of ``code`` (a Language is returned as it is)."""
     if isinstance(code, Language):
         return code
+    if code not in LANGUAGES and code in LANGUAGE_MODULES:
+        import importlib
+
+        importlib.import_module(LANGUAGE_MODULES[code])  # registers the language
     try:
         return LANGUAGES[code]
     except KeyError:
         raise ValueError(
-            f"unknown language {code!r}: the languages are {', '.join(sorted(LANGUAGES))} "
+            f"unknown language {code!r}: the languages are {', '.join(language_codes())} "
             "(add one with bertcourse.languages.register_language)"
         ) from None
 
 
 def language_codes() -> Sequence[str]:
-    return sorted(LANGUAGES)
+    """Every language code that :func:`get_language` accepts."""
+    return sorted(set(LANGUAGES) | set(LANGUAGE_MODULES))

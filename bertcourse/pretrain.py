@@ -656,6 +656,12 @@ def train(cfg: PretrainConfig) -> TrainResult:
         first_eval = evaluate(s.model, s.ev_batches, s.vocab.mask_id, dist.device, cfg.bf16)
         eval_seconds = time.perf_counter() - t0
         fit = fit_steps_to_time(s, cfg.max_minutes, t_start, eval_seconds)
+        if cfg.warmup_steps is not None and fit.steps <= cfg.warmup_steps:
+            raise ValueError(
+                f"{cfg.max_minutes:g} minutes fit only {_steps(fit.steps)} on this machine, not "
+                f"more than --warmup-steps {cfg.warmup_steps}: give more --max-minutes, or "
+                "leave --warmup-steps out (10% of the fitted steps)"
+            )
         cfg = s.cfg = cfg.replace(steps=fit.steps)
         if cfg.warmup >= REFIT_MIN_STEPS:  # else too short a warm-up to time: the fit stands
             s.time_fit = fit

@@ -266,6 +266,24 @@ def test_a_language_is_a_configuration(tmp_path):
         del languages.LANGUAGES["toy"]
 
 
+def test_a_language_module_is_imported_on_first_use(tmp_path, monkeypatch):
+    from bertcourse import languages
+
+    (tmp_path / "toy_language.py").write_text(
+        "from bertcourse import languages\n"
+        "languages.register_language(languages.Language(code='toy2', name='Toy', "
+        "documents=list, corpus_name='toy', corpus_version=1, corpus_source=lambda: 'toy'))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(languages.LANGUAGE_MODULES, "toy2", "toy_language")
+    monkeypatch.delitem(languages.LANGUAGES, "toy2", raising=False)
+    assert "toy2" in languages.language_codes() and "toy2" not in languages.LANGUAGES
+    try:
+        assert languages.get_language("toy2").name == "Toy"  # imported, registered, found
+    finally:
+        languages.LANGUAGES.pop("toy2", None)
+
+
 def test_tokenization_round_trip(sample_docs, tokenizer):
     texts = [s for d in sample_docs for s in d.sentences][:300]
     for t in texts:

@@ -150,6 +150,12 @@ def test_an_unknown_language_is_refused_with_the_known_ones(tmp_path, capsys):
     assert PretrainConfig().lang == "en" and SMOKE.replace(lang="en").model_config
 
 
+def test_a_warm_up_longer_than_the_time_allows_is_refused_clearly(tmp_path):
+    cfg = SMOKE.replace(steps=None, max_minutes=0.05, warmup_steps=10_000, eval_every=0)
+    with pytest.raises(ValueError, match=r"fit only [\d,]+ steps? on this machine, not more than --warmup-steps 10000"):  # fmt: skip
+        run(cfg.replace(output_dir=str(tmp_path)))
+
+
 def test_too_few_steps_warn_and_say_how_many_minutes_are_needed():
     # 1 step at 500 ms with 40 s of fixed costs: 1,500 steps need 40 + 750 s = 13.2 minutes.
     warning = too_few_steps_warning(1, 0.5, 40.0)
@@ -330,7 +336,8 @@ def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path, capsys):
 
 def test_time_fit_is_refitted_at_the_end_of_warm_up_and_stays_reproducible(tmp_path, capsys):
     data.load_corpus("bert")
-    minutes, warm = 0.3, 25
+    # 0.5 minutes: a busy 2-core machine (load 14) fitted only 16 steps into 0.3
+    minutes, warm = 0.5, 25
     cfg = SMOKE.replace(steps=None, max_minutes=minutes, warmup_steps=warm, eval_every=0, plots=False)  # fmt: skip
     report = run(cfg.replace(output_dir=str(tmp_path / "fitted")))
     n = report["config"]["steps"]  # the refitted number of steps, saved with the run
