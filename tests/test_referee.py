@@ -538,6 +538,7 @@ BINDINGS = {
     "registered by a helper": "fns = []\ndef register(h):\n    fns.append(h)\n{imp}\nregister({obj})\ndef f(x):\n    return fns[0](x)",
     "alias re-imported in a function never run": "{imp}\ndef never():\n    import math as m\ndef f(x):\n    return {obj}(x)",
     "star import": "from {mod} import *\ndef f(x):\n    return {attr}(x)",
+    "star import, name defined later": "from {mod} import *\ng = {first}\ndef {first}(x):\n    return x\ndef f(x):\n    return g{rest}(x)",
     "getattr with a constant": "{imp}\ndef f(x):\n    return getattr(m, '{first}'){rest}(x)",
     "getattr as a value": "import functools\n{imp}\ndef f(x):\n    return functools.reduce(getattr, {parts!r}, m)(x)",
     "a module as a value": "{imp}\ndef f(x):\n    k = m\n    return k.{attr}(x)",

@@ -502,11 +502,12 @@ class StudentCode:
                 out.append((binding.kind, None, name))
             else:
                 out.append(("unknown", None, name))
+        # a star import binds the name until (and unless) a later binding runs: both count
+        for module in self.stars + ([] if bindings else self.context_stars):
+            obj = _import_object(module)
+            if obj is not None and hasattr(obj, name):
+                out.append(("object", getattr(obj, name), f"{module}.{name}"))
         if not bindings:
-            for module in self.stars + self.context_stars:
-                obj = _import_object(module)
-                if obj is not None and hasattr(obj, name):
-                    out.append(("object", getattr(obj, name), f"{module}.{name}"))
             if not out and hasattr(builtins, name):
                 out.append(("object", getattr(builtins, name), f"builtins.{name}"))
             if not out:

@@ -1220,6 +1220,104 @@ CASES += [
         _timestamp(None, link="/etc/shadow"),
         "graded",
     ),
+    # issue 24: the rules allow, not deny (each a payload of our own; softmax forbids torch's)
+    Case(
+        "rules_for_target",
+        "torch.softmax bound by a for loop at the top of the answer cell",
+        _answer(
+            "softmax",
+            _softmax_using("for _sm in (torch.softmax,):\n    pass", "return _sm(x, dim=-1)"),
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "rules_registry_across_cells",
+        "a list made in an added cell, F.softmax appended in the answer cell",
+        lambda nb, ctx: insert_after(
+            answer(
+                nb,
+                "softmax",
+                _softmax_using(
+                    "import torch.nn.functional\nREGISTRY.append(torch.nn.functional.softmax)",
+                    "return REGISTRY[-1](x, dim=-1)",
+                ),
+            ),
+            "setup",
+            "REGISTRY = []",
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "rules_global_in_helper",
+        "a helper sets a global to torch.softmax, the answer calls the global",
+        _answer(
+            "softmax",
+            _softmax_using(
+                "def _prepare():\n    global _impl\n    _impl = torch.softmax\n_prepare()",
+                "return _impl(x, dim=-1)",
+            ),
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "rules_star_import",
+        "from torch.nn.functional import *, the library's softmax kept under another name",
+        _answer(
+            "softmax",
+            "from torch.nn.functional import *\n_keep = softmax\n\ndef softmax(x):\n    return _keep(x, dim=-1)\n",
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "rules_shell_line",
+        "a shell-escape line in the answer cell (the rest must still be read)",
+        _answer(
+            "softmax",
+            "listing = !echo hi\n" + _softmax_using("", "return torch.softmax(x, dim=-1)"),
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "rules_the_function_is_the_library",
+        "softmax is torch.nn.functional.softmax itself",
+        _answer(
+            "softmax",
+            "import functools\nimport torch.nn.functional\nsoftmax = functools.partial(torch.nn.functional.softmax, dim=-1)\n",
+        ),
+        "graded",
+        ("softmax",),
+    ),
+    Case(
+        "rules_aten_entry",
+        "torch.ops.aten._softmax: outside the allow-list",
+        _answer("softmax", _softmax_using("", "return torch.ops.aten._softmax(x, -1, False)")),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "rules_getattr_value",
+        "functools.reduce(getattr, [...], torch): getattr used as a value",
+        _answer(
+            "softmax",
+            _softmax_using(
+                "import functools",
+                "return functools.reduce(getattr, ['nn', 'functional', 'softmax'], torch)(x, dim=-1)",
+            ),
+        ),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "rules_unparsable_cell",
+        "correct answers and an added cell that does not parse",
+        lambda nb, ctx: insert_after(nb, "count_tests", "def broken(:\n    pass\n"),
+        "needs_review",
+    ),
     Case("deep_json", "JSON nested 200,000 deep", _deep_json, "invalid_notebook"),
     Case("many_cells", "200,000 empty cells", _many_cells, "invalid_notebook"),
 ]
