@@ -31,9 +31,11 @@ SLOW_FILES = frozenset(
     }
 )
 # (file, test function): the book built from clean beside two CPU-bound processes, the
-# failed-page rebuilds, each assignment's full nbgrader chain (generate, submit, autograde)
+# failed-page rebuilds, each assignment's full nbgrader chain (generate, submit, autograde),
+# the options benchmark (torch.compile's Inductor builds the model: minutes of CPU)
 SLOW_TESTS = frozenset(
     {
+        ("test_benchmarks.py", "test_bench_options_writes_figures_that_agree_with_its_timings"),
         ("test_book.py", "test_book_builds_on_a_busy_machine_offline_and_renders"),
         ("test_book.py", "test_a_failed_page_fails_every_build_until_it_is_fixed"),
         ("test_exercises.py", "test_assignment_grades"),

@@ -726,3 +726,21 @@ def test_the_instructor_tools_are_named_as_nbgrader_names_them() -> None:
     text = guide.read_text()
     for name in helpers.INSTRUCTOR_LAB_PLUGINS + helpers.INSTRUCTOR_SERVER_EXTENSIONS:
         assert f"disable {name}" in text, name
+
+
+# --- test tiers ----------------------------------------------------------------------------------
+
+
+def test_every_test_named_for_the_slow_tier_exists() -> None:
+    """tests/conftest.py marks the heavy tests by name: a renamed test must not fall out of the
+    slow tier unnoticed (it would then run in the everyday `pytest -m "not slow"`)."""
+    import ast
+
+    import conftest
+
+    for name in conftest.SLOW_FILES:
+        assert (ROOT / "tests" / name).is_file(), name
+    for file, test in conftest.SLOW_TESTS:
+        tree = ast.parse((ROOT / "tests" / file).read_text())
+        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert test in functions, f"{file} has no {test}"
