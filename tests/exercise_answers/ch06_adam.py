@@ -236,6 +236,20 @@ def bert_param_groups(model, weight_decay):
     ]
 
 
+# %% wrong groups: only the trainable parameters (requires_grad): a frozen parameter is dropped
+def bert_param_groups(model, weight_decay):
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        skip = "bias" in name or "norm" in name
+        (no_decay if skip else decay).append((name, p))
+    return [
+        {"params": [p for _, p in decay], "param_names": [n for n, _ in decay], "weight_decay": weight_decay},
+        {"params": [p for _, p in no_decay], "param_names": [n for n, _ in no_decay], "weight_decay": 0.0},
+    ]
+
+
 # %% wrong groups: the embeddings left out of the decay too
 def bert_param_groups(model, weight_decay):
     decay, no_decay = [], []
