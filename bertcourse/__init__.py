@@ -12,7 +12,11 @@ and produce the same numbers as Hugging Face transformers.
     config, embeddings, encoder, heads, model                    (chapter 7)
     finetune   data, training and evaluation loops for fine-tuning (chapter 8)
     hf         weight conversion to and from transformers, MiniLM loader
-    data       tokenizer and corpus helpers
+    data       the front door of the pretraining data: corpus (documents), languages (a
+               language as a configuration), vocab (load_tokenizer, the one tokenizer
+               interface), textdata (the tokenized, cached corpus), loaders (batches)
+    assets     where the shipped weights, vocabulary, corpus and the cache are
+    pretrain   python -m bertcourse.pretrain (parts in pretraining/, distributed, fillmask)
     viz        the plots used by the book
 """
 
