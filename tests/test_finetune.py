@@ -2,6 +2,12 @@
 gradients, an optimizer step, both conversion directions), MiniLM's real encoder inside it, the
 labelled movie-review data and the training and evaluation helpers of `bertcourse.finetune`."""
 
+import importlib.util
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
 import pytest
 import torch
 import transformers
@@ -350,3 +356,104 @@ def test_frozen_features_probe_and_drift():
 def test_majority_baseline():
     assert ft.majority_baseline(torch.tensor([1, 1, 0]), torch.tensor([0, 1, 1, 1])) == 0.75
     assert ft.majority_baseline(torch.tensor([0, 0, 1]), torch.tensor([0, 1, 1, 1])) == 0.25
+
+
+def test_stop_after_runs_the_first_steps_of_the_same_schedule():
+    """A run cut short with `stop_after` gives the first losses of the full run: same schedule
+    (warm-up and decay over the full length), same batches, same dropout draws."""
+    train = tiny_task(n=64, seed=3)
+
+    def tuned(stop_after):
+        torch.manual_seed(0)  # the same random encoder for both
+        model = ft.new_classifier(BertModel(tiny_config(dropout=0.1)), seed=2)
+        config = ft.FineTuneConfig(1e-3, epochs=2, batch_size=8, seed=5, stop_after=stop_after)
+        return ft.fine_tune(model, train, config)
+
+    full, short = tuned(0), tuned(5)
+    assert len(full.losses) == 16 and len(short.losses) == 5
+    assert short.losses == full.losses[:5]
+    with pytest.raises(ValueError, match="stop_after"):
+        ft.FineTuneConfig(stop_after=-1)
+
+
+# --- The committed results of benchmarks/finetune_results.py (chapter 8 renders them) ---------
+
+RESULTS_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "finetune_results.py"
+
+
+@pytest.fixture(scope="module")
+def finetune_results():
+    spec = importlib.util.spec_from_file_location("finetune_results", RESULTS_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    committed = json.loads(module.DEFAULT_JSON.read_text())
+    setup = module.Setup(
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in committed["setup"].items()}
+    )
+    return module, committed, setup
+
+
+def test_committed_finetune_results_are_complete_and_choose_on_validation(finetune_results):
+    module, committed, setup = finetune_results
+    for key in ("command", "date", "torch", "transformers", "python"):
+        assert committed[key], key
+    assert len(committed["bertcourse_commit"]) == 40 and not committed["uncommitted_changes_to"]
+    assert committed["threads"] == setup.threads == 1
+    runs = committed["runs"]
+    first = setup.seeds[0]
+    specs = {(r["spec"]["init"], r["spec"]["learning_rate"], r["spec"]["seed"]) for r in runs}
+    assert {("pretrained", lr, s) for lr in setup.rates for s in setup.seeds} <= specs
+    assert {("random", lr, first) for lr in setup.random_rates} <= specs
+    steps = setup.epochs * -(-setup.n_train // setup.batch_size)
+    for r in runs:  # every run: the setup's recipe, every step, no time budget
+        assert r["config"] == asdict(setup.config(r["spec"]["learning_rate"], r["spec"]["seed"]))
+        assert len(r["losses"]) == steps and 0 <= r["validation_accuracy"] <= 1
+
+    def mean(init, rate):
+        accs = [r["validation_accuracy"] for r in runs if r["spec"]["init"] == init
+                and r["spec"]["learning_rate"] == rate]  # fmt: skip
+        return sum(accs) / len(accs)
+
+    chosen = committed["chosen_rate"]
+    assert chosen["pretrained"] == max(setup.rates, key=lambda lr: mean("pretrained", lr))
+    seed0 = {r["spec"]["learning_rate"]: r["validation_accuracy"] for r in runs
+             if r["spec"]["init"] == "random" and r["spec"]["seed"] == first}  # fmt: skip
+    assert chosen["random"] == max(setup.random_rates, key=seed0.get)
+    # The test split is scored for the chosen settings only, once per seed.
+    for init in module.INITS:
+        assert sorted(committed["test_accuracy"][init]) == sorted(str(s) for s in setup.seeds)
+    frozen = committed["frozen"]
+    by_pooling = {p: [r["validation_accuracy"] for r in frozen["runs"] if r["pooling"] == p]
+                  for p in ft.POOLINGS}  # fmt: skip
+    assert frozen["chosen_pooling"] == max(by_pooling, key=lambda p: sum(by_pooling[p]))
+
+
+@pytest.mark.parametrize("init", ["pretrained", "random"])
+def test_committed_run_reproduces_its_first_steps(finetune_results, init):
+    """The cheap slice CI re-runs: the first 8 steps of a committed run (the chosen rate, seed
+    0), from the same data and seeds, give the committed training losses."""
+    module, committed, setup = finetune_results
+    rate, seed = committed["chosen_rate"][init], setup.seeds[0]
+    record = next(r for r in committed["runs"] if (r["spec"]["init"], r["spec"]["learning_rate"],
+                  r["spec"]["seed"]) == (init, rate, seed))  # fmt: skip
+    torch.set_num_threads(1)
+    _, data = module.encoder_and_data(setup)
+    spec = module.RunSpec(init, rate, seed)
+    model = ft.new_classifier(module.initial_encoder(setup, spec), seed=seed)
+    result = ft.fine_tune(model, data["train"], setup.config(rate, seed, stop_after=8))
+    assert result.losses == pytest.approx(record["losses"][:8], abs=1e-3)
+    assert max(result.losses) - min(result.losses) > 1e-3  # losses that do depend on the run
+
+
+def test_finetune_plots_check_their_input():
+    from bertcourse.viz import finetune as ftviz
+
+    fig = ftviz.plot_rate_grid({"a": {1e-4: [0.7, 0.8], 1e-3: [0.5]}}, levels=[(0.5, "majority")],
+                               chosen={"a": 1e-4})  # fmt: skip
+    assert len(fig.axes) == 1 and fig.axes[0].get_xscale() == "log"
+    with pytest.raises(ValueError, match="at least one accuracy"):
+        ftviz.plot_rate_grid({"a": {1e-4: []}})
+    with pytest.raises(ValueError, match="one value per rate"):
+        ftviz.plot_encoder_change([1e-4, 1e-3], [0.9], [0.1, 0.2])
+    assert len(ftviz.plot_encoder_change([1e-4, 1e-3], [0.9, 0.1], [0.01, 0.2]).axes) == 2
