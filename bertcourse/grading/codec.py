@@ -419,4 +419,3 @@ def decode(text: str | bytes, side: str = "referee", limits: Limits = Limits()) 
         return _Decoder(tensors, side, limits).value(doc.get("value"))
     except RecursionError:
         raise CodecError("the message is nested too deeply") from None
-

@@ -331,9 +331,7 @@ def run(
     learner sees their own traceback.
     """
     __tracebackhide__ = True
-    from bertcourse.grading.remote import RemoteFunction
-
-    if isinstance(fn, RemoteFunction):  # under the referee: the rule is decided outside the kernel
+    if getattr(type(fn), "remote", False):  # a remote.RemoteFunction: decided by the referee
         return fn.call(args, kwargs, forbid=_expand(forbid), use_reference=use_reference)
     names = _expand(forbid)
     if not callable(fn):

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from bertcourse.grading import codec
+from bertcourse.grading.forbid import forbidden, forbidden_ops, is_forbidden_object
 from bertcourse.grading.values import GradingError
 
 MAX_TRACEBACK = 3000
@@ -58,6 +59,8 @@ class KernelError(GradingError):
 
 class RemoteFunction:
     """Stands for the learner's function `name` in the referee's copy of a test cell."""
+
+    remote = True  # `forbid.run` hands the call to `call` (the rule is decided by the referee)
 
     def __init__(self, name: str, session: Session) -> None:
         self.__name__ = name
@@ -220,8 +223,6 @@ def _namespace() -> dict[str, Any]:
 
 def serve(request: str) -> str:
     """Kernel side: run one call of the learner's function; the reply as codec text."""
-    from bertcourse.grading.forbid import forbidden, forbidden_ops
-
     try:
         call = codec.decode(request, "kernel")
         namespace = _namespace()
@@ -243,8 +244,6 @@ def serve(request: str) -> str:
                     "error": {"type": "NameError", "message": f"{call['fn']} is not defined"},
                 }
             )
-        from bertcourse.grading.forbid import is_forbidden_object
-
         itself = is_forbidden_object(fn, call["forbid"])
         if itself:  # the graded function is the library's own: refused, not called
             return _reply({"ok": True, "result": None, "forbidden": [itself]})

@@ -37,6 +37,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from bertcourse.grading import allow
+from bertcourse.grading.forbid import FORBIDDEN
+
 MACHINERY_MODULES = {
     "gc": "the garbage collector (gc)",
     "inspect": "the inspect module",
@@ -868,9 +871,6 @@ def _judge(obj: Any, rule: _Rule) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _rule(forbidden: tuple[str, ...], context: tuple[int, ...]) -> _Rule:
-    from bertcourse.grading import allow
-    from bertcourse.grading.forbid import FORBIDDEN
-
     exact, methods, classes = _forbidden_sets(forbidden)
     ids: set[int] = set()
     paths: dict[int, str] = {}
