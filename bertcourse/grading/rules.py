@@ -1,23 +1,31 @@
 """The rules of a part, decided by reading the learner's code, never by running it.
 
-The referee calls `StudentCode(cells)` once per notebook with the code cells the learner wrote
-(answer cells and any cell they added), then:
+The referee calls `StudentCode(cells, context)` once per notebook with the code cells the
+learner wrote (answer cells and any cell they added) and the instructor's set-up cells. Each
+cell is read as the kernel runs it: after IPython's input transformation (`%` magics and `!`
+lines become Python); a cell that still does not parse is reported, never skipped. Then:
 
 - `machinery()` lists the places that reach for the grading machinery or the interpreter's
   insides: frames, `gc`, `inspect`, `ctypes`, `sys.modules`, `builtins`, trace / profile /
   audit hooks, torch function and dispatch modes, IPython's hooks and transformers, the
   grading package, assignments into imported modules (`torch.allclose = ...`). Any of them
   gives the submission the status `tampered`.
-- `dynamic()` lists the dynamic accesses that could hide a call from this analysis: `getattr`
+- `dynamic()` lists the dynamic accesses that could hide a call from this analysis (`getattr`
   / `setattr` with a computed name, `eval` / `exec` / `compile`, `importlib`, `__import__`,
-  `globals()` / `vars()` / `locals()`. Anywhere in the notebook they give the status
-  `needs_review`.
-- `violations(fn, forbidden, args, kwargs)`, before each call of the learner's function `fn`:
-  the code reachable from `fn` (its definition, the notebook functions and globals it names,
-  transitively) may not name a forbidden reference (through any import alias, `from ... import
-  ... as`, a constant-string `getattr`), call a module argument whose `forward` is forbidden
-  (`module(x)`, `module.attention(x)`, `.forward(...)`), or contain one of the accesses above.
-  A violation fails that call, so the part scores nothing.
+  `globals()` / `vars()` / `locals()`) and the cells that do not parse: status `needs_review`.
+- `violations(fn, forbidden, args, kwargs)`, before each call of the learner's function `fn`.
+  Everything that can give the code of `fn` a value is read (`reachable`): its definition and,
+  transitively, those of every global it names under Python's scoping, whatever the binding
+  form (def, class, import, assignment, `for` / `with` targets, walrus, `global` in a helper,
+  `except ... as`, `match`), every statement that changes a value it reads (`fns.append(...)`
+  in another cell, `register(fns)`, `C.attr = ...`). In that code, for a part that forbids
+  (`forbidden` not empty), every name is resolved to the object it denotes (import aliases,
+  star imports, constant-string `getattr`, re-exports: objects are compared by identity) and
+  judged against the part's allow-list (`grading.allow`): a forbidden object fails the call;
+  an object outside the list, or a name that cannot be resolved, fails it too and is kept in
+  `self.review` (status `needs_review`), with its cell and line. Calls of a module argument
+  whose `forward` is forbidden (`module(x)`, `module.attention(x)`) fail the call, as do the
+  accesses of the two scans above.
 
 The analysis is deliberately conservative where code is dynamic, and exact where it is not.
 """
