@@ -63,6 +63,9 @@ if [ "$status" != 0 ]; then
   exit "$status"
 fi
 echo "== book built in $(($(date +%s) - start)) s"
+# the Chinese edition into _build/html/zh, from the same execution cache (locales/README.md)
+_bc_failure="the Chinese edition (python scripts/i18n.py build: see the FAIL lines or warnings above)"
+"$BERTCOURSE_PYTHON" scripts/i18n.py build
 
 # the pages must show no error output (and, with --check, render in headless Chromium)
 site_args=(--no-browser)

@@ -12,8 +12,9 @@ bertcourse or torch. It does five things, in both editions unless said otherwise
    `_toc.yml` (transform priority 100) after Sphinx's Locale transform (priority 20) has
    translated the page, so their captions stay English. A transform at priority 101 translates
    them from the page's own catalogue (the gettext builder puts them there).
-3. A language switch on every page: the template `bertcourse-language-switch.html` is appended
-   to the theme's `article_header_end`; it links to the same page in the other edition with a
+3. A language switch on every page: the template `bertcourse-language-switch.html` takes the
+   place of the theme's `article-header-buttons.html` in `article_header_end` and includes it,
+   so the switch sits in the same row, in front of the buttons; it links to the same page in the other edition with a
    relative link computed from `pagename` (the English site in `_build/html/`, the Chinese one
    in `_build/html/zh/`), so it works from any folder, on a file:// URL too.
 4. In the Chinese edition: the book title and the search box text are overridden
@@ -23,7 +24,7 @@ bertcourse or torch. It does five things, in both editions unless said otherwise
 5. The theme's own words: `locales/<lang>/LC_MESSAGES/sphinx.po` overrides Sphinx's and
    pydata-sphinx-theme's messages (Sphinx reads `locale_dirs` first), and `booktheme.po` there
    overrides sphinx-book-theme's (its zh_CN catalogue uses some Taiwanese wording); this
-   extension compiles it and registers it before the theme registers its own.
+   extension compiles it and puts it in front of the theme's own.
 """
 
 from __future__ import annotations
@@ -54,15 +55,17 @@ GLOSSARY_CLASS = "bertcourse-glossary"
 GLOSSARY_PAGE = "book/glossary.md"
 THEME_CATALOG = "booktheme"  # sphinx-book-theme's MESSAGE_CATALOG_NAME
 
+BUTTONS = "article-header-buttons.html"  # sphinx-book-theme's default article_header_end
+# One header item, the switch and the theme's buttons side by side in one flex row: as separate
+# items of article_header_end they are stacked.
 _SWITCH_HTML = """\
-{%- if bertcourse_language_switch %}
-<div class="bertcourse-language-switch">
+<div class="bertcourse-header-end" style="display: flex; align-items: center; gap: 0.25rem">
 {%- for link in bertcourse_language_switch %}
-<a class="btn btn-sm" href="{{ link.href }}" hreflang="{{ link.hreflang }}" lang="{{ link.hreflang }}"
-   title="{{ link.title }}">{{ link.label }}</a>
+<a class="btn btn-sm bertcourse-language-switch" href="{{ link.href }}" hreflang="{{ link.hreflang }}"
+   lang="{{ link.hreflang }}" title="{{ link.title }}">{{ link.label }}</a>
 {%- endfor %}
+INCLUDE
 </div>
-{%- endif %}
 """
 
 
@@ -135,16 +138,19 @@ class TranslateTocCaptions(SphinxTransform):
 def _add_switch_template(app: Sphinx, config: Config) -> None:
     folder = Path(app.doctreedir) / "bertcourse_i18n_templates"
     folder.mkdir(parents=True, exist_ok=True)
-    template = folder / TEMPLATE
-    if not template.is_file() or template.read_text(encoding="utf-8") != _SWITCH_HTML:
-        template.write_text(_SWITCH_HTML, encoding="utf-8")
-    config.templates_path = [*config.templates_path, str(folder)]
     options = config.html_theme_options
-    # sphinx-book-theme's default (theme.conf) is ["article-header-buttons.html"]
-    end = list(options.get("article_header_end") or ["article-header-buttons.html"])
-    if TEMPLATE not in end:
+    end = list(options.get("article_header_end") or [BUTTONS])
+    if BUTTONS in end:  # the switch goes in front of the theme's buttons, in the same row
+        end[end.index(BUTTONS)] = TEMPLATE
+        html = _SWITCH_HTML.replace("INCLUDE", f'{{% include "{BUTTONS}" %}}')
+    else:
         end.insert(0, TEMPLATE)
-    options["article_header_end"] = end
+        html = _SWITCH_HTML.replace("INCLUDE", "")
+    options["article_header_end"] = [t for i, t in enumerate(end) if t not in end[:i]]
+    template = folder / TEMPLATE
+    if not template.is_file() or template.read_text(encoding="utf-8") != html:
+        template.write_text(html, encoding="utf-8")
+    config.templates_path = [*config.templates_path, str(folder)]
 
 
 def _switch_context(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -233,7 +239,16 @@ def _figure_language(app: Sphinx, docname: str, source: list[str]) -> None:
 
 
 def _register_theme_catalog(app: Sphinx) -> None:
-    """Compile locales/<lang>/LC_MESSAGES/booktheme.po and register it before the theme's."""
+    """Compile locales/<lang>/LC_MESSAGES/booktheme.po and put it in front of the theme's own.
+
+    Jupyter Book loads sphinx-book-theme before the local extensions, so the theme's catalogue is
+    registered first (and Sphinx makes a later one a fallback); on builder-inited this one is put
+    first, with the theme's behind it for the messages it does not override.
+    """
+    import gettext
+
+    from sphinx.locale import translators
+
     lang = app.config.language
     if not lang or lang == SOURCE_LANGUAGE:
         return
@@ -251,7 +266,12 @@ def _register_theme_catalog(app: Sphinx) -> None:
                 catalog = read_po(f, locale=lang)
             with mo.open("wb") as f:
                 write_mo(f, catalog)
-        app.add_message_catalog(THEME_CATALOG, str(base))
+        ours = gettext.translation(THEME_CATALOG, localedir=str(base), languages=[lang])
+        theirs = translators.get(("general", THEME_CATALOG))
+        if theirs is not None and theirs is not ours:
+            ours.add_fallback(theirs)
+        translators["general", THEME_CATALOG] = ours
+        return
 
 
 def setup(app: Sphinx) -> dict:
@@ -265,5 +285,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _add_switch_template, priority=450)
     app.connect("html-page-context", _switch_context)
     app.connect("source-read", _figure_language)
-    _register_theme_catalog(app)
+    app.connect("builder-inited", _register_theme_catalog)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
