@@ -529,7 +529,7 @@ def check(
     if verbose:
         print(
             f"== coverage: {done}/{total} entries ({100 * done / max(total, 1):.1f}%), "
-            f"{len(declared)} of {len(catalogs)} pages declared translated"
+            f"{len(declared)} of {len(catalogs) - (FIGURES_DOMAIN in catalogs)} pages declared translated"
         )
     if stale:
         problems += stale_problems(fast)
