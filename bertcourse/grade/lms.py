@@ -59,6 +59,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from bertcourse.grade.late import LateResult
+from bertcourse.grade.results import final_score
 
 # Statuses whose scores stay out of the LMS until an instructor has looked at them.
 HOLD = ("pending", "needs_review", "tampered")
@@ -97,7 +98,7 @@ class GradeRow:
 
     @property
     def final_score(self) -> float | None:
-        return None if self.score is None else self.score - self.late_penalty
+        return None if self.score is None else final_score(self.score, self.late_penalty)
 
     def with_late(self, result: LateResult) -> GradeRow:
         """This row with the late policy's verdict on it."""

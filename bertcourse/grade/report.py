@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from bertcourse.grade.assignment import AssignmentSpec
-from bertcourse.grade.results import StoredGrade
+from bertcourse.grade.results import StoredGrade, final_score
 from bertcourse.grade.status import Status
 
 LATE_COLUMNS = ["late_penalty", "final_score", "late"]
@@ -37,7 +37,7 @@ def csv_rows(spec: AssignmentSpec, results: list[StoredGrade]) -> list[dict[str,
         for column, value in parts.items():
             row[column] = "" if value is None else _num(value)
         row["late_penalty"] = _num(r.late_penalty)
-        row["final_score"] = _num(max(0.0, score - r.late_penalty))
+        row["final_score"] = _num(final_score(score, r.late_penalty))
         row["late"] = r.late
         row["detail"] = r.detail.replace("\n", " ")
         rows.append(row)

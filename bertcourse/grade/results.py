@@ -13,6 +13,12 @@ from typing import Any
 from bertcourse.grade.status import Status
 
 
+def final_score(score: float, late_penalty: float) -> float:
+    """The one definition of the score that is published: the referee's score less the late
+    penalty, never below 0 (the CSV, the gradebook, the plot and the LMS files use it)."""
+    return max(0.0, score - late_penalty)
+
+
 @dataclasses.dataclass
 class PartResult:
     """One graded test cell: its score (None: not graded), what happened, the message."""
@@ -64,7 +70,7 @@ class SubmissionResult:
 
     @property
     def final_score(self) -> float:
-        return max(0.0, self.score - self.late_penalty)
+        return final_score(self.score, self.late_penalty)
 
     @property
     def detail(self) -> str:
@@ -91,4 +97,4 @@ class StoredGrade:
 
     @property
     def final_score(self) -> float:
-        return max(0.0, self.score - self.late_penalty)
+        return final_score(self.score, self.late_penalty)

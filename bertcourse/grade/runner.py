@@ -227,7 +227,9 @@ def _with_unsaved(rows: list[StoredGrade], results: list[SubmissionResult]) -> l
     for result in results:
         if result.student not in known:
             detail = "the grade could not be saved in the gradebook: " + result.detail[:500]
-            rows.append(StoredGrade(result.student, "crashed", detail, 0.0, result.max_score, {}))
+            rows.append(
+                StoredGrade(result.student, Status.CRASHED.value, detail, 0.0, result.max_score, {})
+            )
     return sorted(rows, key=lambda r: r.student_id)
 
 
