@@ -27,7 +27,7 @@ CHAPTERS = sorted(BOOK.glob("ch[0-9][0-9]_*.md"))
 # a control character is C0 (0x00-0x1f) or DEL (0x7f); only the newline belongs in a page
 CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 # a code cell that draws: the book's plotting helpers (bertcourse.viz.*.plot_*) or matplotlib
-FIGURE_CALL = re.compile(r"\bviz\w*\.plot_\w+\(|\bplt\.(?:subplots|figure|imshow|plot)\(")
+FIGURE_CALL = re.compile(r"\b\w*viz\w*\.plot_\w+\(|\bplt\.(?:subplots|figure|imshow|plot)\(")
 # a figure in the text itself: a MyST figure or image directive, or a Markdown image
 FIGURE_DIRECTIVE = re.compile(r"^(?:```+|:::+)\{(?:figure|image)\}|!\[[^\]]*\]\(", re.MULTILINE)
 LEARNING_GOALS = re.compile(r"^(?:```+|:::+)\{admonition\} Learning goals", re.MULTILINE)
