@@ -415,9 +415,12 @@ def name_problems(answer: Answer, error: str) -> list[str]:
     """A wrong answer's failure names its mistake ("# names: ...") or names none: a name
     given to an answer that makes another mistake teaches the wrong lesson."""
     named = named_mistake(error)
-    if answer.names and (named is None or answer.names not in named):
-        return [f"wrong {answer.grade_id} ({answer.label}): should name {answer.names!r}: {error}"]
-    if named and not answer.names:
+    names = answer.names or next(
+        (name for _, label, name in KNOWN_MISTAKES if label in answer.label), ""
+    )
+    if names and (named is None or names not in named):
+        return [f"wrong {answer.grade_id} ({answer.label}): should name {names!r}: {error}"]
+    if named and not names:
         return [f"wrong {answer.grade_id} ({answer.label}): named {named!r}, a wrong name"]
     return []
 

@@ -184,7 +184,7 @@ def read_assignment(db_url: str, course_id: str, assignment: str) -> tuple[dict,
             GradeCell.max_score,
             Grade.auto_score,
             Grade.manual_score,
-        )
+        ).order_by(Notebook.id, GradeCell.id)  # the parts in the notebook's order
         comments = base.join(Comment, Comment.notebook_id == SubmittedNotebook.id).join(
             SolutionCell, Comment.cell_id == SolutionCell.id
         )
@@ -295,7 +295,7 @@ def build_assignment(
     status_groups.sort(key=lambda g: order.get(g.label, len(order)))
     parts = [
         build_part(name, notebook, part, part_rows, headlines)
-        for (notebook, part), part_rows in sorted(by_part.items())
+        for (notebook, part), part_rows in by_part.items()
     ]
     return Assignment(name, len(students), status_groups, parts)
 
@@ -497,7 +497,9 @@ def _plot(a: Assignment) -> str:
     ax.invert_yaxis()
     ax.set_xlabel("students")
     ax.set_title(f"{a.name}: {a.students} students")
-    ax.legend(loc="lower right", fontsize="small", frameon=False, ncols=3)
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize="small", frameon=False, ncols=3
+    )
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
@@ -534,6 +536,13 @@ def _group_table(groups: list[Group], kind: str, anonymous: bool, with_where: bo
     return "<table>" + head + "</tr>" + "".join(rows) + "</table>"
 
 
+def _who(group: Group) -> str:
+    """The students of a status row; not the long list of those graded normally."""
+    if group.label == Status.GRADED.value:
+        return f"<i>{group.count} students</i>"
+    return html.escape(", ".join(group.students))
+
+
 def render_html(report: Report) -> str:
     out = [
         "<!doctype html><html><head><meta charset=utf-8>",
@@ -558,11 +567,7 @@ def render_html(report: Report) -> str:
             f"<tr{' class=status-flag' if g.label not in ('graded',) else ''}>"
             f"<td>{html.escape(g.label)}</td><td class=n>{_count(g)}</td>"
             f"<td class=n>{g.share:.0%}</td>"
-            + (
-                ""
-                if report.anonymous
-                else f"<td class=ids>{html.escape(', '.join(g.students))}</td>"
-            )
+            + ("" if report.anonymous else f"<td class=ids>{_who(g)}</td>")
             + "</tr>"
             for g in a.statuses
         )
