@@ -30,15 +30,17 @@ SLOW_FILES = frozenset(
         "test_formgrader.py",
     }
 )
-# (file, test function): the book built from clean beside two CPU-bound processes, the
-# failed-page rebuilds, each assignment's full nbgrader chain (generate, submit, autograde),
-# the options benchmark (torch.compile's Inductor builds the model: minutes of CPU)
+# (file, test function or one parametrized case): the book built from clean beside two
+# CPU-bound processes, the failed-page rebuilds, each assignment's full nbgrader chain
+# (generate, submit, autograde), chapter 0's answers run in process (85 s of CPU: it trains a
+# WordPiece vocabulary), the options benchmark (torch.compile's Inductor builds the model)
 SLOW_TESTS = frozenset(
     {
         ("test_benchmarks.py", "test_bench_options_writes_figures_that_agree_with_its_timings"),
         ("test_book.py", "test_book_builds_on_a_busy_machine_offline_and_renders"),
         ("test_book.py", "test_a_failed_page_fails_every_build_until_it_is_fixed"),
         ("test_exercises.py", "test_assignment_grades"),
+        ("test_exercises.py", "test_answers_in_process[ch00_tokenization]"),
     }
 )
 
@@ -46,7 +48,8 @@ SLOW_TESTS = frozenset(
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.path.name
-        if name in SLOW_FILES or (name, getattr(item, "originalname", item.name)) in SLOW_TESTS:
+        function = getattr(item, "originalname", item.name)
+        if name in SLOW_FILES or {(name, function), (name, item.name)} & SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
 
 
