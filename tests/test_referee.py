@@ -824,3 +824,21 @@ def test_the_kernel_trace_leaves_honest_code_alone() -> None:
     reply = _serve(log_softmax, (x,), "log_softmax")
     assert reply["ok"] and reply["forbidden"] == []
     assert torch.allclose(reply["result"], torch.log_softmax(x, -1), atol=1e-6)
+
+
+def test_the_kernel_trace_does_not_count_an_earlier_parts_reference() -> None:
+    """A reference standing for an earlier part (use_reference) may run a forbidden operator:
+    it is not the learner's code."""
+    namespace: dict = {}
+    exec("def f(x):\n    return helper(x, -1) + 1", namespace)
+    request = codec.encode(
+        {"fn": "f", "args": (torch.randn(2, 3),), "kwargs": {},
+         "use_reference": {"helper": "torch.log_softmax"}, "forbid": ["torch.log_softmax"]}
+    )  # fmt: skip
+    old = remote._namespace
+    remote._namespace = lambda: namespace
+    try:
+        reply = codec.decode(remote.serve(request), "referee")
+    finally:
+        remote._namespace = old
+    assert reply["ok"] and reply["forbidden"] == [], reply

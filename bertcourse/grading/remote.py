@@ -23,6 +23,7 @@ references stubbed (a second signal; the rule itself is static), and encodes the
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import traceback
 import warnings
@@ -33,7 +34,12 @@ import torch
 from torch import Tensor, nn
 
 from bertcourse.grading import codec
-from bertcourse.grading.forbid import forbidden, forbidden_ops, is_forbidden_object
+from bertcourse.grading.forbid import (
+    _reference_callable,
+    forbidden,
+    forbidden_ops,
+    is_forbidden_object,
+)
 from bertcourse.grading.values import GradingError
 
 MAX_TRACEBACK = 3000
@@ -253,6 +259,8 @@ def serve(request: str) -> str:
         return _reply({"ok": False, "error": {"type": "GraderError", "message": repr(error)[:500]}})
     try:
         trace = OpTrace(forbidden_ops(call["forbid"]))
+        # the earlier parts' references run untraced: their operators are not the learner's
+        references = {k: trace.exempt(_reference_callable(v)) for k, v in references.items()}
         with forbidden(call["forbid"], fn, references) as calls, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -286,7 +294,21 @@ class OpTrace:
     def __init__(self, ops: frozenset[str]) -> None:
         self.ops = ops
         self.seen: list[str] = []
+        self.paused = 0
         self._mode: Any = None
+
+    def exempt(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn`, whose operators are not recorded (a reference standing for an earlier part)."""
+
+        @functools.wraps(fn)
+        def untraced(*args: Any, **kwargs: Any) -> Any:
+            self.paused += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.paused -= 1
+
+        return untraced
 
     def __enter__(self) -> OpTrace:
         if self.ops:
@@ -297,7 +319,7 @@ class OpTrace:
             class _Mode(TorchDispatchMode):
                 def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                     name = func._overloadpacket._qualified_op_name
-                    if name in trace.ops and name not in trace.seen:
+                    if not trace.paused and name in trace.ops and name not in trace.seen:
                         trace.seen.append(name)
                     return func(*args, **(kwargs or {}))
 
