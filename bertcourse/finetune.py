@@ -297,6 +297,7 @@ def fine_tune(
     optimizer = torch.optim.AdamW(groups, lr=config.learning_rate, eps=1e-8)
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
     total = config.epochs * steps_per_epoch
+    last = config.stop_after or total  # the step a run ends at; the schedule spans `total`
     scheduler = make_lr_scheduler(
         optimizer, "linear", warmup_steps=round(config.warmup_fraction * total), total_steps=total
     )
@@ -316,7 +317,6 @@ def fine_tune(
     model.train()
     if config.eval_at_start:
         maybe_evaluate(0)
-    last = config.stop_after or total
     step = 0
     for _ in range(config.epochs):
         for batch in iterate_batches(train, config.batch_size, order):
