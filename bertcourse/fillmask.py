@@ -12,9 +12,11 @@ cheap on a CPU:
 
 One decision the numbers forced (chapter 7 measures it): MiniLM's `[MASK]` row does not look
 learned. Its norm is 0.25, the shortest of the 30,522 rows (median 1.11, unused placeholder
-rows 0.46), and a head trained at `[MASK]` blanks does not beat the unigram baseline
-(`tests/test_fillmask.py`, and chapter 7 on the page). The blanks are therefore fed as `[UNK]`, a token that real text produces (for
-characters outside the vocabulary) and whose row looks like a trained one:
+rows 0.46), and a head trained at `[MASK]` blanks is only slightly above the unigram
+baseline, where the same head at `[UNK]` about doubles it at equal data
+(benchmarks/fillmask_heads.py, rendered in chapter 7). The blanks are therefore fed as
+`[UNK]`, a token that real text produces (in place of a whole word that the vocabulary
+cannot spell) and whose row looks like a trained one:
 `FillMaskConfig.blank_token`. `fill_mask(..., blank_token="[UNK]")` accepts text with
 `[MASK]` and does the substitution. `fill_mask` is the package's one fill-in-the-blank
 function: `python -m bertcourse.pretrain fill-mask` uses it too.
