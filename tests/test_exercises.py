@@ -407,16 +407,16 @@ def test_answers_in_process(assignment):
                 f"{answer.kind} {answer.grade_id} ({answer.label}): expected to fail {expected or 'nothing'}, failed {details or 'nothing'}"
             )
         elif answer.kind == "wrong":
-            problems += name_problems(answer, results[f"{answer.grade_id}_tests"])
+            problems += name_problems(assignment, answer, results[f"{answer.grade_id}_tests"])
     assert not problems, "\n".join(problems)
 
 
-def name_problems(answer: Answer, error: str) -> list[str]:
+def name_problems(assignment: str, answer: Answer, error: str) -> list[str]:
     """A wrong answer's failure names its mistake ("# names: ...") or names none: a name
     given to an answer that makes another mistake teaches the wrong lesson."""
     named = named_mistake(error)
     names = answer.names or next(
-        (name for _, label, name in KNOWN_MISTAKES if label in answer.label), ""
+        (n for a, label, n in KNOWN_MISTAKES if a == assignment and label in answer.label), ""
     )
     if names and (named is None or names not in named):
         return [f"wrong {answer.grade_id} ({answer.label}): should name {names!r}: {error}"]

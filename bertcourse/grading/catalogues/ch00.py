@@ -315,7 +315,13 @@ _TOY = ["una", "un", "##ffa", "##aff", "##ble", "##able", "a", "##b", "##un", "a
 
 PROBES: dict[str, Callable[[], list[tuple[tuple, dict]]]] = {
     "split": lambda: [(("don't¿$x?!«a»",), {}), (("a—b^c",), {})],
-    "basic": lambda: [(("Héllo, ΣΟΦΟΣ! ﬁne 中文",), {}), (("Crème brûlée",), {})],
+    "basic": lambda: [  # one feature each: a learner's other slip does not hide the first
+        (("Crème brûlée",), {}),
+        (("Hello WORLD",), {}),
+        (("ΟΔΟΣ ΣΟΦΟΣ",), {}),
+        (("ﬁne ½",), {}),
+        (("中文abc",), {}),
+    ],
     "wordpiece": lambda: [
         (("unaffable", _TOY), {}),
         (("unaffablex", _TOY), {}),
