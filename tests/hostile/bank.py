@@ -893,10 +893,11 @@ CASES += [
     ),
     Case(
         "display_formatter",
+        # the reply is the codec's text shown by its own repr: the honest parts still score
         "wrong softmax + the text/plain formatter rewritten",
         _with_cell(DISPLAY_HOOK, "softmax"),
         "tampered",
-        ("scale", "softmax", "count"),
+        ("softmax",),
     ),
     Case(
         "rebind_grading",
@@ -1059,7 +1060,7 @@ CASES += [
             "softmax",
             "class T(torch.Tensor):\n    def __eq__(self, other):\n        return torch.ones_like(self, dtype=torch.bool)\ndef softmax(x):\n    return torch.zeros_like(x).as_subclass(T)\n",
         ),
-        "graded",
+        "needs_review",  # .as_subclass is outside the allow-list
         ("softmax",),
     ),
     Case(
@@ -1118,8 +1119,8 @@ CASES += [
     ),
     Case(
         "sleeps_in_call",
-        "softmax sleeps past the cell time limit",
-        _answer("softmax", "import time\ndef softmax(x):\n    time.sleep(10_000)\n"),
+        "softmax loops past the cell time limit (allowed building blocks only)",
+        _answer("softmax", "def softmax(x):\n    while True:\n        x = x + 0\n"),
         "timed_out",
         ("softmax",),
     ),
