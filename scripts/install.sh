@@ -4,7 +4,7 @@
 #   bash scripts/install.sh                # the Python packages and the offline MathJax: all a
 #                                          # learner needs for the website and the exercises
 #                                          # (no root, no apt, no node or npm)
-#   bash scripts/install.sh --chromium     # + Chromium (build_book.sh --check, the tests)
+#   bash scripts/install.sh --chromium     # + Chromium and a CJK font (build_book.sh --check, the tests)
 #   bash scripts/install.sh --postgresql   # + PostgreSQL (the tests, `grade --db postgresql://`)
 #   bash scripts/install.sh --env-only     # only pick or create the environment
 #   bash scripts/install.sh --cuda         # torch's CUDA build from PyPI (also BERTCOURSE_TORCH=cuda)
@@ -261,9 +261,11 @@ bertcourse_install() {
   # 2. Debian packages for the tests, only when asked for
   local want=() need=()
   if [ "$chromium" = 1 ]; then
-    want+=(chromium)
+    want+=(chromium fonts-noto-cjk)
     command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
       || need+=(chromium)
+    # the Chinese edition's screenshots: without a CJK font Chromium draws empty boxes
+    [ -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ] || need+=(fonts-noto-cjk)
   fi
   if [ "$postgresql" = 1 ]; then
     want+=(postgresql)

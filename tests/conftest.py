@@ -21,13 +21,17 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 # every test of these files is slow: the hostile submission bank (one grading run of dozens of
-# submissions), PostgreSQL, two-process DDP, the formgrader in JupyterLab and Chromium
+# submissions), PostgreSQL, two-process DDP, the formgrader in JupyterLab and Chromium, the
+# grader's worker pool under attack, the class report, the Chinese site
 SLOW_FILES = frozenset(
     {
         "test_grade_hostile.py",
         "test_grade_postgres.py",
         "test_ddp.py",
         "test_formgrader.py",
+        "test_grade_pool.py",  # real workers killed, a reply bomb and a full disk
+        "test_class_report.py",  # runs the wrong-answer bank for real feedback messages
+        "test_zh_site.py",  # the Chinese edition built and opened in Chromium
     }
 )
 # (file, test function or one parametrized case): the book built from clean beside two
