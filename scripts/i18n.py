@@ -333,8 +333,16 @@ def merge(pot: Path, po: Path) -> tuple[str, int, int]:
             filled += 1
     after = {m.id for m in catalog if m.id}
     buf = io.BytesIO()
-    write_po(buf, catalog, width=PO_WIDTH, include_previous=True, ignore_obsolete=True)
-    data = buf.getvalue()
+    # babel wraps a long previous msgid as comment text, cutting its quoted pieces apart ("#|
+    # while its " "page ..."), which no PO reader parses: write without it, then let polib,
+    # which writes "#| msgid" correctly, add the previous English of each fuzzy entry
+    write_po(buf, catalog, width=PO_WIDTH, include_previous=False, ignore_obsolete=True)
+    old_english = {m.id: m.previous_id[0] for m in catalog if m.id and m.fuzzy and m.previous_id}
+    entries = polib.pofile(buf.getvalue().decode("utf-8"), wrapwidth=PO_WIDTH)
+    for entry in entries:
+        if entry.fuzzy and entry.msgid in old_english:
+            entry.previous_msgid = old_english[entry.msgid]
+    data = entries.__unicode__().encode("utf-8")
     if po.is_file() and po.read_bytes() == data:
         return "unchanged", 0, 0
     po.parent.mkdir(parents=True, exist_ok=True)
