@@ -275,9 +275,9 @@ for step in range(0, 11):
 print("OK polynomial_decay_with_warmup for steps 0..10 (warm-up 4, total 10)")
 ### BEGIN HIDDEN TESTS
 w, t = (int(v) for v in grading.randint(1, 30, 2, seed=23))
-power = int(grading.randint(1, 6, seed=24)) / 2
+drawn_power = int(grading.randint(1, 6, seed=24)) / 2
 big = int(grading.randint(1_000, 20_000, seed=25))
-for warmup, total, power in ((w, w + t + 1, power), (0, t + 1, 0.5), (big, big * 100, 1.0)):
+for warmup, total, power in ((w, w + t + 1, drawn_power), (0, t + 1, 0.5), (big, big * 100, 1.0)):
     for step in sorted({0, 1, warmup, warmup + 1, total // 2, total - 1, total, total + 3} - {-1}):
         grading.check_close(polynomial_decay_with_warmup, REFERENCE, step, warmup_steps=warmup, total_steps=total, power=power, forbid="schedules", quiet=True)
 print("OK polynomial_decay_with_warmup")

@@ -245,8 +245,16 @@ def bert_param_groups(model, weight_decay):
         skip = "bias" in name or "norm" in name
         (no_decay if skip else decay).append((name, p))
     return [
-        {"params": [p for _, p in decay], "param_names": [n for n, _ in decay], "weight_decay": weight_decay},
-        {"params": [p for _, p in no_decay], "param_names": [n for n, _ in no_decay], "weight_decay": 0.0},
+        {
+            "params": [p for _, p in decay],
+            "param_names": [n for n, _ in decay],
+            "weight_decay": weight_decay,
+        },
+        {
+            "params": [p for _, p in no_decay],
+            "param_names": [n for n, _ in no_decay],
+            "weight_decay": 0.0,
+        },
     ]
 
 
