@@ -61,9 +61,10 @@ class FillMaskConfig:
     warmup_steps: int = 10
     seed: int = 0
     # bfloat16 autocast for the encoder pass (training and held-out blanks) and the head's
-    # training: 2-3x faster on CPUs with bfloat16 matrix units. The head's logits at
-    # evaluation, and `fill_mask`, are float32.
-    bf16: bool = True
+    # training: 2-3x faster on CPUs with bfloat16 matrix units (Intel AMX), but many times
+    # slower on a laptop CPU without them, hence off by default (as `PretrainConfig.bf16`).
+    # The head's logits at evaluation, and `fill_mask`, are float32.
+    bf16: bool = False
     encode_batch_size: int = 32
 
     def __post_init__(self) -> None:
