@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
@@ -31,6 +28,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.provenance import provenance as shared_provenance  # noqa: E402
 from bertcourse import fillmask  # noqa: E402
 from bertcourse.data import load_corpus  # noqa: E402
 from bertcourse.hf import load_minilm  # noqa: E402
@@ -86,26 +84,13 @@ def run(config: fillmask.FillMaskConfig, corpus=None) -> tuple[dict, fillmask.Fi
 
 
 def provenance(argv: list[str]) -> dict:
-    import transformers
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-
-    mine = ["bertcourse/fillmask.py", "benchmarks/fillmask_heads.py"]
-    return {
-        "command": "python benchmarks/fillmask_heads.py " + " ".join(argv),
-        "date": time.strftime("%Y-%m-%d"),
-        "bertcourse_commit": git("rev-parse", "HEAD"),
-        "uncommitted_changes_to": git("status", "--porcelain", "--", *mine).splitlines(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-        "machine": {"cpu_count": os.cpu_count(), "processor": platform.machine()},
-        "threads": THREADS,
-        "note": "cpu_seconds: process CPU time of one run, on a busy machine",
-    }
+    return shared_provenance(
+        "benchmarks/fillmask_heads.py",
+        argv,
+        ["bertcourse/fillmask.py", "benchmarks/fillmask_heads.py"],
+        threads=THREADS,
+        note="cpu_seconds: process CPU time of one run, on a busy machine",
+    )
 
 
 def main(argv: list[str] | None = None) -> dict:

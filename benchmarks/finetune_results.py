@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +32,7 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.provenance import provenance as shared_provenance  # noqa: E402
 from bertcourse import finetune as ft  # noqa: E402
 from bertcourse.model import BertForSequenceClassification, BertModel  # noqa: E402
 
@@ -271,24 +270,11 @@ def mean_validation(records: list[RunRecord], init: str, rate: float) -> float:
 
 
 def provenance(argv: list[str]) -> dict:
-    import transformers
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-
-    mine = ["bertcourse/finetune.py", "benchmarks/finetune_results.py"]
-    return {
-        "command": "python benchmarks/finetune_results.py " + " ".join(argv),
-        "date": time.strftime("%Y-%m-%d"),
-        "bertcourse_commit": git("rev-parse", "HEAD"),
-        "uncommitted_changes_to": git("status", "--porcelain", "--", *mine).splitlines(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-        "machine": {"cpu_count": os.cpu_count(), "processor": platform.machine()},
-    }
+    return shared_provenance(
+        "benchmarks/finetune_results.py",
+        argv,
+        ["bertcourse/finetune.py", "benchmarks/finetune_results.py"],
+    )
 
 
 def run_many(setup: Setup, specs: list[RunSpec], jobs: int, state_dir: str) -> list[RunRecord]:
