@@ -132,7 +132,7 @@ case "$*" in
   *"-m pip install"*) {pip} ;;
   *'m.version("torch")'*) {torch} ;;
   *jupyter_book*) {build} ;;
-  *check_site.py*|*"-m ruff"*|*"-m pytest"*) exit 0 ;;
+  *check_site.py*|*i18n.py*|*"-m ruff"*|*"-m pytest"*) exit 0 ;;
 esac
 exec "{sys.executable}" "$@"
 """,
@@ -283,6 +283,8 @@ def test_build_book_needs_python_only(tmp_path: Path, fakes: Fakes) -> None:
     assert not [c for c in calls if not c.startswith("python")], calls
     builds = [c for c in calls if "jupyter_book" in c]
     assert len(builds) == 1 and "build -W -n --keep-going ." in builds[0]
+    # the Chinese edition after the English one, from its catalogues
+    assert [c.strip() for c in calls if "i18n.py" in c] == ["python scripts/i18n.py build"]
     # the static checks only (no page shows an error output), no browser
     assert [c.strip() for c in calls if "check_site.py" in c] == [
         "python scripts/check_site.py _build/html --no-browser"
