@@ -212,7 +212,13 @@ class Student:
 def test_solution_notebooks_match_their_sources():
     """solutions/chNN_*/<topic>.ipynb is what solutions/_src/chNN_*.py builds."""
     chapters = {p.stem.split("_")[0] for p in (ROOT / "book").glob("ch[0-9][0-9]_*.md")}
-    assert {a.split("_")[0] for a in ASSIGNMENTS} == chapters, (ASSIGNMENTS, chapters)
+    # chapter 9 (Chinese BERT) is half written; its assignment comes with its second half
+    # (issue 23, open): every other chapter has one, and no assignment lacks its chapter
+    without_assignment = {"ch09"}
+    assert {a.split("_")[0] for a in ASSIGNMENTS} == chapters - without_assignment, (
+        ASSIGNMENTS,
+        chapters,
+    )
     stale = [
         name
         for name in ASSIGNMENTS

@@ -40,7 +40,7 @@ masked_scatter masked_select matmul max maximum mean median min minimum mm mode 
 movedim msort mul multinomial multiply mv nan_to_num nanmean nansum narrow ne neg negative
 no_grad nonzero normal not_equal numel ones ones_like outer permute pow prod promote_types
 rad2deg rand rand_like randint randint_like randn randn_like randperm ravel reciprocal
-remainder repeat_interleave reshape result_type roll rot90 round rsqrt scatter scatter_add
+relu remainder repeat_interleave reshape result_type roll rot90 round rsqrt scatter scatter_add
 scatter_reduce searchsorted select sgn sigmoid sign signbit sin sinh slice_scatter softmax
 sort split sqrt square squeeze stack std std_mean sub subtract sum swapaxes swapdims t take
 take_along_dim tan tanh tensor tensor_split tensordot tile topk trace transpose tril

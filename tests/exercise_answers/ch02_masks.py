@@ -44,7 +44,7 @@ def extended_attention_mask(attention_mask, dtype=torch.float32):
     return (1.0 - mask) * torch.finfo(dtype).min
 
 
-# %% wrong masked_softmax: -inf masking (NaN for a fully masked row)
+# %% wrong masked_softmax: masks with minus infinity (NaN for a fully masked row)
 def masked_softmax(scores, attention_mask):
     scores = scores.masked_fill(attention_mask[:, None, None, :] == 0, float("-inf"))
     return torch.softmax(scores, dim=-1)

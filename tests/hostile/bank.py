@@ -460,9 +460,14 @@ CASES: list[Case] = [
     ),
     Case(
         "fork_bomb",
-        "forks until the process cap stops it",
+        # each child of a kernel that holds torch dirties pages of its own: with the grader's
+        # allow-list and operator trace in the kernel, the 1 GiB memory limit stops the forks
+        # before the process cap does (CI, 2026-11-26); the parts before the bomb keep their
+        # points, and no classmate is touched
+        "forks until the memory limit (or the process cap) stops it",
         lambda nb, ctx: insert_after(nb, "scale_tests", FORK_BOMB),
-        "graded",
+        "memory_exceeded",
+        ("softmax", "count"),
     ),
     Case(
         "large_allocation",
