@@ -104,6 +104,8 @@ def _mismatch(row: dict[str, str], case: Case) -> str | None:
     status, parts = _expected(case)
     got = {k: float(row[k]) for k in parts}
     if row["status"] != status or got != parts:
+        if case.otherwise is not None and _mismatch(row, case.otherwise) is None:
+            return None  # the case's other exact outcome
         return f"{case.name}: expected {status} {parts}, got {row['status']} {got} ({row['detail'][:400]})"
     return None
 
@@ -173,7 +175,8 @@ def test_hostile_submission(bank: dict, case: Case) -> None:
         pytest.skip("needs root (a separate user, namespaces, cgroups)")
     row = bank["rows"][case.row_id]
     assert _mismatch(row, case) is None, _mismatch(row, case)
-    assert float(row["score"]) == sum(case.expected_parts().values())
+    matched = case if row["status"] == case.status else case.otherwise
+    assert float(row["score"]) == sum(matched.expected_parts().values())
     assert float(row["max_score"]) == sum(FULL.values())
     # ... and every other student's grade is intact
     others = [

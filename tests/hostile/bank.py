@@ -41,6 +41,9 @@ class Case:
     status: str
     zero: tuple[str, ...] = ()  # answer cells whose tests must score 0; the others full marks
     row_id: str = ""  # the student id in the CSV when it is not the case's name
+    # a second acceptable outcome, where which limit stops the submission first depends on the
+    # machine (the fork bomb: the process cap or the memory limit); both are exact
+    otherwise: Case | None = None
 
     def __post_init__(self) -> None:
         self.row_id = self.row_id or self.name
@@ -460,14 +463,19 @@ CASES: list[Case] = [
     ),
     Case(
         "fork_bomb",
-        # each child of a kernel that holds torch dirties pages of its own: with the grader's
-        # allow-list and operator trace in the kernel, the 1 GiB memory limit stops the forks
-        # before the process cap does (CI, 2026-11-26); the parts before the bomb keep their
-        # points, and no classmate is touched
-        "forks until the memory limit (or the process cap) stops it",
+        "forks until the process cap (or the memory limit) stops it",
         lambda nb, ctx: insert_after(nb, "scale_tests", FORK_BOMB),
-        "memory_exceeded",
-        ("softmax", "count"),
+        "graded",
+        # each child of a kernel that holds torch dirties pages of its own: on some machines the
+        # 1 GiB memory limit stops the forks before the process cap does (CI, 2026-11-26, with
+        # Debian's Python); the parts before the bomb keep their points, no classmate is touched
+        otherwise=Case(
+            "fork_bomb",
+            "stopped by the memory limit",
+            lambda nb, ctx: None,
+            "memory_exceeded",
+            ("softmax", "count"),
+        ),  # fmt: skip
     ),
     Case(
         "large_allocation",
