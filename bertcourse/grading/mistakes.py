@@ -78,12 +78,19 @@ def _ce_terms(logits: Tensor, targets: Tensor, ignore_index: int) -> tuple[Tenso
     return torch.where(keep, -picked, torch.zeros_like(picked)), keep
 
 
-def _ce_grad(logits: Tensor, targets: Tensor, ignore_index: int, count: Callable) -> Tensor:
+def _ce_grad(
+    logits: Tensor, targets: Tensor, ignore_index: int, count: Callable, sign: float = 1.0
+) -> Tensor:
     keep = targets != ignore_index
     grad = torch.softmax(logits, dim=-1)
     grad = grad - F.one_hot(targets.clamp(min=0).long(), logits.shape[-1]).to(logits.dtype)
     grad = grad * keep.unsqueeze(-1)
-    return grad / count(keep)
+    return sign * grad / count(keep)
+
+
+def _ce_mean(logits: Tensor, targets: Tensor, ignore_index: int) -> Tensor:
+    terms, keep = _ce_terms(logits, targets, ignore_index)
+    return terms.sum() / keep.sum()
 
 
 def _adam_step(
@@ -219,6 +226,23 @@ CATALOGUE: dict[str, list[Mistake]] = {
                 _ce_terms(logits, targets, ignore_index)[0]
             ),
         ),
+        Mistake(
+            "the ignored items counted as class 0 (targets clamped, not left out)",
+            "an item labelled -100 is not predicted: leave it out of the sum and of N",
+            LOSS,
+            lambda logits, targets, ignore_index=-100: _ce_mean(
+                logits, targets.masked_fill(targets == ignore_index, 0), ignore_index
+            ),
+        ),
+        Mistake(
+            "the loss in float32, not the logits' dtype (not cast back)",
+            "F.cross_entropy returns the logits' dtype; compute in float32 if you like, then "
+            "cast the loss back",
+            "chapter 4, 'Common mistakes'",
+            lambda logits, targets, ignore_index=-100: _ce_mean(
+                logits.float(), targets, ignore_index
+            ),
+        ),
     ],
     "cross_entropy_grad": [
         Mistake(
@@ -241,8 +265,16 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "the opposite sign (one_hot - softmax)",
             "the gradient of the loss is softmax - one_hot; descent subtracts it",
             "chapter 4, 'The gradient is p - y'",
-            lambda logits, targets, ignore_index=-100: (
-                -_ce_grad(logits, targets, ignore_index, lambda keep: keep.sum())
+            lambda logits, targets, ignore_index=-100: _ce_grad(
+                logits, targets, ignore_index, lambda keep: keep.sum().clamp(min=1), sign=-1.0
+            ),
+        ),
+        Mistake(
+            "0/0 when every target is ignored (NaN, not zeros)",
+            "with N = 0 every row is 0 already: divide by max(N, 1), as autograd's gradient is 0",
+            "chapter 4, 'When nothing is chosen'",
+            lambda logits, targets, ignore_index=-100: _ce_grad(
+                logits, targets, ignore_index, lambda keep: keep.sum()
             ),
         ),
     ],
@@ -423,10 +455,16 @@ def _sdpa_probes() -> list[Probe]:
 
 
 def _ce_probes() -> list[Probe]:
+    """Labelled and ignored items with a confident correct one (loss 0), every item ignored,
+    and float16 logits."""
     logits = _randn(2, 4, 5, seed=104)
     logits[0, 0] = torch.tensor([60.0, 0.0, 0.0, 0.0, 0.0])  # a confident correct item: loss 0
     targets = torch.tensor([[0, 1, -100, 3], [4, -100, -100, 2]])
-    return [((logits, targets), {})]
+    return [
+        ((logits, targets), {}),
+        ((logits, torch.full_like(targets, -100)), {}),
+        ((_randn(2, 4, 5, seed=111, dtype=torch.float16), targets), {}),
+    ]
 
 
 def _adam_probes(**decay: float) -> list[Probe]:

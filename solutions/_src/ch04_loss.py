@@ -54,19 +54,19 @@ def reference_log_softmax(logits):
     return torch.log_softmax(logits, dim=-1)
 
 
-grading.check_close(log_softmax, reference_log_softmax, grading.randn(4, 10, seed=1), forbid="log_softmax")
-grading.check_close(log_softmax, reference_log_softmax, grading.randn(3, 5, seed=2, scale=1000.0), forbid="log_softmax")
+grading.check_close(log_softmax, reference_log_softmax, grading.randn(4, 10, seed=1), forbid="log_softmax", mistakes="ch04:log_softmax")
+grading.check_close(log_softmax, reference_log_softmax, grading.randn(3, 5, seed=2, scale=1000.0), forbid="log_softmax", mistakes="ch04:log_softmax")
 ### BEGIN HIDDEN TESTS
-grading.check_close(log_softmax, reference_log_softmax, grading.randn(2, 3, 7, seed=3, dtype=torch.float64), forbid="log_softmax")
+grading.check_close(log_softmax, reference_log_softmax, grading.randn(2, 3, 7, seed=3, dtype=torch.float64), forbid="log_softmax", mistakes="ch04:log_softmax")
 rows_of_different_size = torch.stack([grading.randn(6, seed=4) + 1000.0, grading.randn(6, seed=5)])
-grading.check_close(log_softmax, reference_log_softmax, rows_of_different_size, forbid="log_softmax")
-grading.check_close(log_softmax, reference_log_softmax, grading.randn(5, 2, seed=6, scale=300.0), forbid="log_softmax")
+grading.check_close(log_softmax, reference_log_softmax, rows_of_different_size, forbid="log_softmax", mistakes="ch04:log_softmax")
+grading.check_close(log_softmax, reference_log_softmax, grading.randn(5, 2, seed=6, scale=300.0), forbid="log_softmax", mistakes="ch04:log_softmax")
 # in the input's dtype; e^z overflows float16 without the max. Computing m + log(sum) first and
 # then z - (m + ...) rounds at the scale of |z|: a few units of that, not of the result
 for dtype in (torch.float16, torch.bfloat16):
     z = grading.randn(8, 50, seed=7, scale=5.0).to(dtype)
     ulps = 4 * torch.finfo(dtype).eps * z.abs().max().item()
-    grading.check_close(log_softmax, reference_log_softmax, z, forbid="log_softmax", atol=ulps)
+    grading.check_close(log_softmax, reference_log_softmax, z, forbid="log_softmax", atol=ulps, mistakes="ch04:log_softmax")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=ce_text
@@ -80,8 +80,9 @@ for dtype in (torch.float16, torch.bfloat16):
 #
 # Write `cross_entropy(logits, targets, ignore_index=-100)` for logits `(..., V)` and integer
 # targets `(...)`, returning a 0-dimensional tensor equal to
-# `F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))`. If **every** target is
-# ignored, return NaN (0 / 0), as PyTorch does.
+# `F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))`, **in the dtype of `logits`**
+# (that of `F.cross_entropy`: float16 logits give a float16 loss, bfloat16 a bfloat16 one; the
+# hidden tests pass both). If **every** target is ignored, return NaN (0 / 0), as PyTorch does.
 #
 # *Hint:* `gather` cannot index with -100: replace ignored targets by any valid class (e.g. 0)
 # before gathering, then leave those items out of the sum and the count. You may use your
@@ -119,6 +120,16 @@ grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, ta
 logits[3] = grading.randn(6, seed=10, scale=1e4)
 grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits, targets, forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
 grading.check_close(cross_entropy, "bertcourse.losses.cross_entropy", logits[:1], targets[:1], forbid="cross_entropy", use_reference=EARLIER, mistakes="cross_entropy")
+# half precision: the loss in the logits' dtype, as F.cross_entropy gives it (computing in
+# float32 is fine if the loss is cast back); a sum in float16/bfloat16 rounds: 4 units of the dtype
+def reference_flat(logits, targets):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+half_targets = torch.tensor([[3, IGNORE_INDEX, 0, 6, 1], [IGNORE_INDEX, 2, 2, 5, IGNORE_INDEX]])
+for dtype in (torch.float16, torch.bfloat16):
+    half_logits = grading.randn(2, 5, 7, seed=15, scale=2.0).to(dtype)
+    grading.check_close(cross_entropy, reference_flat, half_logits, half_targets, forbid="cross_entropy", use_reference=EARLIER, atol=0.0, rtol=4 * torch.finfo(dtype).eps, mistakes="cross_entropy")
 # purity: the inputs are unchanged after the call
 before = (logits.clone(), targets.clone())
 grading.run(cross_entropy, logits, targets, forbid="cross_entropy", use_reference=EARLIER)
@@ -222,18 +233,18 @@ FORBID_MLM = ("cross_entropy", "gather")
 hidden = grading.randn(2, 6, 8, seed=1)
 labels = torch.tensor([[IGNORE_INDEX, 3, IGNORE_INDEX, IGNORE_INDEX, 17, IGNORE_INDEX], [5, IGNORE_INDEX, IGNORE_INDEX, 0, 9, 12]])
 W, b = grading.randn(20, 8, seed=2), grading.randn(20, seed=3)
-grading.check_close(mlm_loss_gathered, reference_mlm_loss, hidden, labels, W, b, forbid=FORBID_MLM, use_reference=EARLIER)
+grading.check_close(mlm_loss_gathered, reference_mlm_loss, hidden, labels, W, b, forbid=FORBID_MLM, use_reference=EARLIER, mistakes="ch04:mlm")
 ### BEGIN HIDDEN TESTS
 hidden = grading.randn(3, 16, 12, seed=4, dtype=torch.float64)
 labels = torch.where(grading.randint(0, 100, 3, 16, seed=5) < 15, grading.randint(0, 50, 3, 16, seed=6), IGNORE_INDEX)
 labels[1] = IGNORE_INDEX  # a sequence without any prediction
 W, b = grading.randn(50, 12, seed=7, dtype=torch.float64), grading.randn(50, seed=8, dtype=torch.float64)
-grading.check_close(mlm_loss_gathered, reference_mlm_loss, hidden, labels, W, b, forbid=FORBID_MLM, use_reference=EARLIER)
+grading.check_close(mlm_loss_gathered, reference_mlm_loss, hidden, labels, W, b, forbid=FORBID_MLM, use_reference=EARLIER, mistakes="ch04:mlm")
 # a position predicted with certainty (its loss is exactly 0.0 in float32) still counts
 hidden, W, b = grading.randn(2, 5, 8, seed=12), grading.randn(30, 8, seed=13), grading.randn(30, seed=14)
 labels = torch.tensor([[IGNORE_INDEX, 7, IGNORE_INDEX, 3, IGNORE_INDEX], [11, IGNORE_INDEX, IGNORE_INDEX, IGNORE_INDEX, 29]])
 hidden[0, 1] = 1000.0 * W[7]  # the logit of class 7 exceeds the others by hundreds
-grading.check_close(mlm_loss_gathered, reference_mlm_loss, hidden, labels, W, b, forbid=FORBID_MLM, use_reference=EARLIER)
+grading.check_close(mlm_loss_gathered, reference_mlm_loss, hidden, labels, W, b, forbid=FORBID_MLM, use_reference=EARLIER, mistakes="ch04:mlm")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=outro

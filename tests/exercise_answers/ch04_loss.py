@@ -6,22 +6,26 @@
 
 
 # %% wrong log_softmax: no max subtraction (exp overflows for large logits)
+# names: no max subtracted
 def log_softmax(logits):
     return logits - torch.log(torch.exp(logits).sum(dim=-1, keepdim=True))
 
 
 # %% wrong log_softmax: the log of the softmax (underflows to log(0) = -inf)
+# names: log(softmax(z)) in two steps
 def log_softmax(logits):
     return torch.log(torch.softmax(logits, dim=-1))
 
 
 # %% wrong log_softmax: subtracts the max of the whole tensor, not of each row
+# names: the max of the whole tensor
 def log_softmax(logits):
     shifted = logits - logits.max()
     return shifted - torch.log(torch.exp(shifted).sum(dim=-1, keepdim=True))
 
 
 # %% wrong log_softmax: computes in float32 and returns float32 for float16 and bfloat16 logits
+# names: a float32 result, not the logits' dtype
 def log_softmax(logits):
     x = logits.float()
     shifted = x - x.amax(dim=-1, keepdim=True)
@@ -42,6 +46,7 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong ce: ignored targets clamped to class 0 and counted
+# names: the ignored items counted as class 0
 def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     log_probs = torch.log_softmax(logits, dim=-1)
     picked = log_probs.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
@@ -90,6 +95,15 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     return -picked[keep].sum() / keep.sum()
 
 
+# %% wrong ce: upcast to float32 for stability, the loss not cast back (float32 for half logits)
+# names: the loss in float32, not the logits' dtype
+def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
+    log_probs = torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), -1)
+    keep = targets != ignore_index
+    picked = log_probs.gather(-1, targets.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+    return -picked[keep].sum() / keep.sum()
+
+
 # %% wrong grad: the probabilities computed in place in the logits tensor
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
@@ -108,6 +122,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong grad: divided by N even when N is 0 (0/0: NaN when every target is ignored)
+# names: 0/0 when every target is ignored
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
     one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
@@ -146,6 +161,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong mlm: the loss averaged over all B*L positions
+# names: divided by B x L
 def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
     keep = labels != IGNORE_INDEX
     logits = hidden_states[keep] @ decoder_weight.T + decoder_bias
@@ -154,6 +170,7 @@ def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
 
 
 # %% wrong mlm: seed 000's mean of the non-zero losses
+# names: the mean of the non-zero losses
 def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
     keep = labels != IGNORE_INDEX
     logits = hidden_states[keep] @ decoder_weight.T + decoder_bias
@@ -162,6 +179,7 @@ def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
 
 
 # %% wrong mlm: forgets the decoder bias
+# names: the decoder bias left out
 def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
     keep = labels != IGNORE_INDEX
     logits = hidden_states[keep] @ decoder_weight.T
