@@ -63,29 +63,29 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 # %% [tests] id=sdpa_tests points=3
 REFERENCE = "bertcourse.attention.scaled_dot_product_attention"
 q, k, v = (grading.randn(1, 2, 4, 8, seed=s) for s in (1, 2, 3))
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="ch01:sdpa")
 bias = extended_attention_mask(torch.tensor([[1, 1, 1, 0]]))  # (1, 1, 1, 4): the last key is padding
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa", mistakes="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa", mistakes="ch01:sdpa")
 ### BEGIN HIDDEN TESTS
 # L_q != L_k, d_v != d_k, padding in the batch
 q, k, v = grading.randn(2, 3, 5, 16, seed=4), grading.randn(2, 3, 7, 16, seed=5), grading.randn(2, 3, 7, 4, seed=6)
 bias = extended_attention_mask(torch.tensor([[1] * 7, [1, 1, 1, 0, 0, 0, 0]]))
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa", mistakes="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa", mistakes="ch01:sdpa")
 # no head dimension, float64, a large head size where the scaling matters most
 q, k, v = (grading.randn(3, 6, 64, seed=s, dtype=torch.float64) for s in (7, 8, 9))
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="ch01:sdpa")
 # scores in the thousands: the softmax must stay finite (no NaN from exp overflow)
 q, k, v = (grading.randn(2, 4, 8, seed=s, scale=100.0) for s in (10, 11, 12))
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="ch01:sdpa")
 # half precision in, half precision out
 for dtype in (torch.bfloat16, torch.float16):
     q, k, v = (grading.randn(2, 2, 5, 8, seed=s, dtype=dtype) for s in (13, 14, 15))
-    grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="sdpa")
+    grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, forbid="sdpa", mistakes="ch01:sdpa")
 # a row whose keys are all masked gets uniform weights (the bias is finite), and the inputs are unchanged
 bias = extended_attention_mask(torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0]]))
 q, k, v = (grading.randn(2, 3, 4, 8, seed=s) for s in (16, 17, 18))
 before = [t.clone() for t in (q, k, v)]
-grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa", mistakes="sdpa")
+grading.check_close(scaled_dot_product_attention, REFERENCE, q, k, v, bias, forbid="sdpa", mistakes="ch01:sdpa")
 grading.run(scaled_dot_product_attention, q, k, v, bias, forbid="sdpa")
 grading.check_true(all(torch.equal(a, b) for a, b in zip((q, k, v), before)), "scaled_dot_product_attention modified its inputs", hint="use out-of-place operations (q / x, not q /= x)")
 ### END HIDDEN TESTS
@@ -111,10 +111,10 @@ def split_heads(x, num_heads):
 
 # %% [tests] id=split_heads_tests points=2
 x = torch.arange(2 * 3 * 8, dtype=torch.float32).view(2, 3, 8)  # (B, L, H) = (2, 3, 8)
-grading.check_equal(split_heads, "bertcourse.attention.split_heads", x, 2, forbid="heads")
+grading.check_equal(split_heads, "bertcourse.attention.split_heads", x, 2, forbid="heads", mistakes="ch01:split_heads")
 ### BEGIN HIDDEN TESTS
-grading.check_equal(split_heads, "bertcourse.attention.split_heads", grading.randn(3, 5, 12, seed=1), 4, forbid="heads")
-grading.check_equal(split_heads, "bertcourse.attention.split_heads", grading.randn(1, 7, 6, seed=2), 6, forbid="heads")
+grading.check_equal(split_heads, "bertcourse.attention.split_heads", grading.randn(3, 5, 12, seed=1), 4, forbid="heads", mistakes="ch01:split_heads")
+grading.check_equal(split_heads, "bertcourse.attention.split_heads", grading.randn(1, 7, 6, seed=2), 6, forbid="heads", mistakes="ch01:split_heads")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=merge_text
@@ -137,10 +137,10 @@ def merge_heads(x):
 
 # %% [tests] id=merge_heads_tests points=1
 x = torch.arange(2 * 2 * 3 * 4, dtype=torch.float32).view(2, 2, 3, 4)  # (B, A, L, D)
-grading.check_equal(merge_heads, "bertcourse.attention.merge_heads", x, forbid="heads")
+grading.check_equal(merge_heads, "bertcourse.attention.merge_heads", x, forbid="heads", mistakes="ch01:merge_heads")
 ### BEGIN HIDDEN TESTS
-grading.check_equal(merge_heads, "bertcourse.attention.merge_heads", grading.randn(3, 4, 5, 3, seed=1), forbid="heads")
-grading.check_equal(merge_heads, "bertcourse.attention.merge_heads", grading.randn(1, 6, 7, 1, seed=2), forbid="heads")
+grading.check_equal(merge_heads, "bertcourse.attention.merge_heads", grading.randn(3, 4, 5, 3, seed=1), forbid="heads", mistakes="ch01:merge_heads")
+grading.check_equal(merge_heads, "bertcourse.attention.merge_heads", grading.randn(1, 6, 7, 1, seed=2), forbid="heads", mistakes="ch01:merge_heads")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=mha_text
@@ -187,13 +187,13 @@ torch.manual_seed(0)
 config = BertConfig.tiny(hidden_size=16, num_attention_heads=4, attn_implementation="eager")
 module = BertSelfAttention(config).eval()
 x = grading.randn(2, 5, 16, seed=1)
-grading.check_close(self_attention, reference_self_attention, module, x, forbid="self_attention", use_reference=EARLIER_PARTS)
+grading.check_close(self_attention, reference_self_attention, module, x, forbid="self_attention", use_reference=EARLIER_PARTS, mistakes="ch01:self_attention")
 ### BEGIN HIDDEN TESTS
 bias = extended_attention_mask(torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]))
-grading.check_close(self_attention, reference_self_attention, module, x, bias, forbid="self_attention", use_reference=EARLIER_PARTS)
+grading.check_close(self_attention, reference_self_attention, module, x, bias, forbid="self_attention", use_reference=EARLIER_PARTS, mistakes="ch01:self_attention")
 torch.manual_seed(1)
 module = BertSelfAttention(BertConfig.tiny(hidden_size=24, num_attention_heads=2, attn_implementation="eager")).eval()
-grading.check_close(self_attention, reference_self_attention, module, grading.randn(3, 4, 24, seed=2), forbid="self_attention", use_reference=EARLIER_PARTS)
+grading.check_close(self_attention, reference_self_attention, module, grading.randn(3, 4, 24, seed=2), forbid="self_attention", use_reference=EARLIER_PARTS, mistakes="ch01:self_attention")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=outro

@@ -43,11 +43,11 @@ def padding_mask(input_ids, pad_token_id=0):
 
 # %% [tests] id=padding_mask_tests points=1
 ids = torch.tensor([[101, 7592, 2088, 102, 0, 0], [101, 2023, 2003, 1037, 3231, 102]])
-grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, forbid="masks", mistakes="padding_mask")
+grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, forbid="masks", mistakes="ch02:padding_mask")
 ### BEGIN HIDDEN TESTS
 ids = grading.randint(0, 5, 4, 9, seed=1)
-grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, forbid="masks", mistakes="padding_mask")
-grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, pad_token_id=1, forbid="masks", mistakes="padding_mask")
+grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, forbid="masks", mistakes="ch02:padding_mask")
+grading.check_equal(padding_mask, "bertcourse.masks.padding_mask", ids, pad_token_id=1, forbid="masks", mistakes="ch02:padding_mask")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=extended_text
@@ -78,11 +78,11 @@ def extended_attention_mask(attention_mask, dtype=torch.float32):
 # %% [tests] id=extended_mask_tests points=2
 REFERENCE = "bertcourse.masks.extended_attention_mask"
 mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])
-grading.check_close(extended_attention_mask, REFERENCE, mask, forbid="masks", mistakes="extended_mask")
+grading.check_close(extended_attention_mask, REFERENCE, mask, forbid="masks", mistakes="ch02:extended_mask")
 ### BEGIN HIDDEN TESTS
 mask = (grading.randint(0, 4, 3, 7, seed=2) > 0).long()
 for dtype in (torch.float16, torch.bfloat16, torch.float64):
-    grading.check_close(extended_attention_mask, REFERENCE, mask, dtype, forbid="masks", mistakes="extended_mask")
+    grading.check_close(extended_attention_mask, REFERENCE, mask, dtype, forbid="masks", mistakes="ch02:extended_mask")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=softmax_text
@@ -118,14 +118,14 @@ def reference_masked_softmax(scores, attention_mask):
 EARLIER_PARTS = {"extended_attention_mask": REFERENCE}
 scores = grading.randn(2, 2, 4, 4, seed=3)
 mask = torch.tensor([[1, 1, 1, 0], [0, 0, 0, 0]])  # the second row is all padding
-grading.check_close(masked_softmax, reference_masked_softmax, scores, mask, forbid="masks", use_reference=EARLIER_PARTS)
+grading.check_close(masked_softmax, reference_masked_softmax, scores, mask, forbid="masks", use_reference=EARLIER_PARTS, mistakes="ch02:masked_softmax")
 probs = grading.run(masked_softmax, scores, mask, forbid="masks", use_reference=EARLIER_PARTS)
 grading.check_true(torch.isfinite(probs).all(), "masked_softmax gave NaN or inf", hint="use a finite bias, not -inf")
 ### BEGIN HIDDEN TESTS
 scores = grading.randn(3, 4, 6, 6, seed=4, dtype=torch.float64, scale=30.0)
 mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
-grading.check_close(masked_softmax, reference_masked_softmax, scores, mask, forbid="masks", use_reference=EARLIER_PARTS)
-grading.check_close(masked_softmax, reference_masked_softmax, scores[:2, :, :3], mask[:2], forbid="masks", use_reference=EARLIER_PARTS)
+grading.check_close(masked_softmax, reference_masked_softmax, scores, mask, forbid="masks", use_reference=EARLIER_PARTS, mistakes="ch02:masked_softmax")
+grading.check_close(masked_softmax, reference_masked_softmax, scores[:2, :, :3], mask[:2], forbid="masks", use_reference=EARLIER_PARTS, mistakes="ch02:masked_softmax")
 # a row whose keys are all masked, in half precision: finite and uniform (1/L), in the scores' dtype
 for dtype in (torch.float16, torch.bfloat16):
     half = grading.randn(3, 2, 4, 4, seed=12, dtype=dtype)
@@ -152,11 +152,11 @@ def to_sdpa_bool_mask(attention_mask):
 
 # %% [tests] id=sdpa_mask_tests points=1
 mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
-grading.check_equal(to_sdpa_bool_mask, "bertcourse.masks.to_sdpa_bool_mask", mask, forbid="masks", mistakes="sdpa_mask")
+grading.check_equal(to_sdpa_bool_mask, "bertcourse.masks.to_sdpa_bool_mask", mask, forbid="masks", mistakes="ch02:sdpa_mask")
 ### BEGIN HIDDEN TESTS
 mask = (grading.randint(0, 3, 4, 8, seed=5) > 0).long()
 mask[:, 0] = 1  # no fully masked row: torch 2.13's fused kernel returns zeros there on CPU (eager -inf gives NaN)
-grading.check_equal(to_sdpa_bool_mask, "bertcourse.masks.to_sdpa_bool_mask", mask, forbid="masks", mistakes="sdpa_mask")
+grading.check_equal(to_sdpa_bool_mask, "bertcourse.masks.to_sdpa_bool_mask", mask, forbid="masks", mistakes="ch02:sdpa_mask")
 # the fused kernel with this mask equals the additive bias of part 2
 q, k, v = (grading.randn(4, 2, 8, 4, seed=s) for s in (6, 7, 8))
 bool_mask = grading.run(to_sdpa_bool_mask, mask, forbid="masks")

@@ -44,30 +44,35 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong split_heads: one view, no transpose (heads cut across tokens)
+# names: one view(B, A, L, D), no transpose
 def split_heads(x, num_heads):
     B, L, H = x.shape
     return x.view(B, num_heads, L, H // num_heads)
 
 
 # %% wrong split_heads: heads interleaved (dimension a, a+A, a+2A, ... in head a)
+# names: the heads interleaved: view(B, L, D, A)
 def split_heads(x, num_heads):
     B, L, H = x.shape
     return x.view(B, L, H // num_heads, num_heads).permute(0, 3, 1, 2)
 
 
 # %% wrong merge_heads: reshape without moving the heads back
+# names: a reshape without moving the heads back
 def merge_heads(x):
     B, A, L, D = x.shape
     return x.reshape(B, L, A * D)
 
 
 # %% wrong merge_heads: concatenates D-major (x[..., d, a] order)
+# names: the heads interleaved: (B, L, D, A) flattened
 def merge_heads(x):
     B, A, L, D = x.shape
     return x.permute(0, 2, 3, 1).reshape(B, L, A * D)
 
 
 # %% wrong self_attention: scales by sqrt(H), the hidden size, instead of the head size
+# names: scores scaled by sqrt(H)
 def self_attention(module, hidden_states, bias=None):
     A = module.num_heads
     q = split_heads(module.query(hidden_states), A)
@@ -85,6 +90,7 @@ def self_attention(module, hidden_states, bias=None):
 
 
 # %% wrong self_attention: the values come from the key projection
+# names: the values from the key projection
 def self_attention(module, hidden_states, bias=None):
     A = module.num_heads
     q = split_heads(module.query(hidden_states), A)
@@ -94,6 +100,7 @@ def self_attention(module, hidden_states, bias=None):
 
 
 # %% wrong self_attention: one head over the whole hidden vector
+# names: one head over the whole hidden vector
 def self_attention(module, hidden_states, bias=None):
     q, k, v = module.query(hidden_states), module.key(hidden_states), module.value(hidden_states)
     if bias is not None:
@@ -102,6 +109,7 @@ def self_attention(module, hidden_states, bias=None):
 
 
 # %% wrong sdpa: softmax by hand without subtracting the row maximum (exp overflows)
+# names: a softmax by hand without subtracting the row maximum
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if bias is not None:
@@ -122,6 +130,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong sdpa: computes in float32 for stability and forgets to cast back
+# names: computed in float32 and not cast back
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])
     if bias is not None:

@@ -11,11 +11,13 @@ def padding_mask(input_ids, pad_token_id=0):
 
 
 # %% wrong padding_mask: padding id hard-coded to 0
+# names: the padding id hard-coded to 0
 def padding_mask(input_ids, pad_token_id=0):
     return (input_ids > 0).long()
 
 
 # %% wrong padding_mask: returns booleans, not 0/1 integers
+# names: booleans instead of 0/1 integers
 def padding_mask(input_ids, pad_token_id=0):
     return input_ids != pad_token_id
 
@@ -39,23 +41,27 @@ def extended_attention_mask(attention_mask, dtype=torch.float32):
 
 
 # %% wrong extended_mask: masks query rows (B, 1, L, 1) instead of key columns
+# names: the query rows masked
 def extended_attention_mask(attention_mask, dtype=torch.float32):
     mask = attention_mask[:, None, :, None].to(dtype)
     return (1.0 - mask) * torch.finfo(dtype).min
 
 
 # %% wrong masked_softmax: masks with minus infinity (NaN for a fully masked row)
+# names: a fully masked row gives NaN
 def masked_softmax(scores, attention_mask):
     scores = scores.masked_fill(attention_mask[:, None, None, :] == 0, float("-inf"))
     return torch.softmax(scores, dim=-1)
 
 
 # %% wrong masked_softmax: multiplies the scores by the mask
+# names: the scores multiplied by the mask
 def masked_softmax(scores, attention_mask):
     return torch.softmax(scores * attention_mask[:, None, None, :], dim=-1)
 
 
 # %% wrong masked_softmax: softmax first, then zero the padding and renormalise (0/0 when all masked)
+# names: a fully masked row gives NaN
 def masked_softmax(scores, attention_mask):
     probs = torch.softmax(scores, dim=-1) * attention_mask[:, None, None, :]
     return probs / probs.sum(dim=-1, keepdim=True)
@@ -67,6 +73,7 @@ def to_sdpa_bool_mask(attention_mask):
 
 
 # %% wrong sdpa_mask: a float 0/1 mask (the fused kernel would ADD it to the scores)
+# names: a float 0/1 mask instead of booleans
 def to_sdpa_bool_mask(attention_mask):
     return attention_mask[:, None, None, :].float()
 
@@ -125,6 +132,7 @@ def key_padding_mask(attention_mask):
 
 
 # %% wrong kpm: shaped (B, 1, 1, L) like the SDPA mask
+# names: shaped (B, 1, 1, L) like the SDPA mask
 def key_padding_mask(attention_mask):
     return (attention_mask == 0)[:, None, None, :]
 

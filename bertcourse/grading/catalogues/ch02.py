@@ -1,14 +1,84 @@
-"""Known mistakes of chapter 2's newer parts (nn.MultiheadAttention's key_padding_mask)."""
+"""Known mistakes of chapter 2 (attention-mask semantics): what each gives, computed.
+
+`padding_mask`, `extended_mask` and `sdpa_mask` extend the shared catalogues of
+`bertcourse.grading.mistakes` (polarity and constant) with the shapes, dtypes and ids a learner
+gets wrong; each `compute` takes the reference's arguments.
+"""
 
 from __future__ import annotations
 
 import torch
+from torch import Tensor
 
+from bertcourse.grading import mistakes
 from bertcourse.grading.mistakes import Mistake
 
 POLARITY = "chapter 2, 'Boolean masks: two opposite conventions'"
+BIAS = "chapter 2, 'From padding to an additive bias'"
+FULLY_MASKED = "chapter 2, 'A fully masked row'"
+
+
+def _nan_rows(scores: Tensor, attention_mask: Tensor) -> Tensor:
+    """-inf at the padded keys (or a renormalised softmax): a fully masked row is 0/0 = NaN."""
+    keep = attention_mask[:, None, None, :].bool()
+    return torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+
 
 CATALOGUE: dict[str, list[Mistake]] = {
+    "padding_mask": [
+        *mistakes.CATALOGUE["padding_mask"],
+        Mistake(
+            "the padding id hard-coded to 0",
+            "use the pad_token_id argument: RoBERTa's padding id is 1",
+            BIAS,
+            lambda ids, pad_token_id=0: (ids != 0).long(),
+        ),
+        Mistake(
+            "booleans instead of 0/1 integers (torch.long)",
+            "the mask is a torch.long tensor of 0 and 1, as transformers' attention_mask: "
+            "convert the comparison with .long()",
+            BIAS,
+            lambda ids, pad_token_id=0: ids != pad_token_id,
+        ),
+    ],
+    "extended_mask": [
+        *mistakes.CATALOGUE["extended_mask"],
+        Mistake(
+            "the query rows masked, (B, 1, L, 1), not the key columns",
+            "the bias is (B, 1, 1, L): it masks the padded keys of every query row",
+            "chapter 2, 'Keys are masked, queries are not'",
+            lambda mask, dtype=torch.float32: (
+                (1.0 - mask[:, None, :, None].to(dtype)) * torch.finfo(dtype).min
+            ),
+        ),
+    ],
+    "masked_softmax": [
+        Mistake(
+            "a fully masked row gives NaN (-inf, or 0/0 after renormalising)",
+            "with a finite bias (the dtype's minimum) a row with every key masked is uniform, "
+            "1/L; -inf or zeroing then renormalising gives 0/0",
+            FULLY_MASKED,
+            _nan_rows,
+        ),
+        Mistake(
+            "the scores multiplied by the mask instead of a bias added",
+            "a score times 0 is 0, not a very negative number: the padded keys keep exp(0) = 1",
+            BIAS,
+            lambda scores, attention_mask: torch.softmax(
+                scores * attention_mask[:, None, None, :], dim=-1
+            ),
+        ),
+    ],
+    "sdpa_mask": [
+        *mistakes.CATALOGUE["sdpa_mask"],
+        Mistake(
+            "a float 0/1 mask instead of booleans",
+            "the fused attention adds a float mask to the scores (0 or 1 there, nothing "
+            "masked); True/False selects: use .bool()",
+            POLARITY,
+            lambda mask: mask[:, None, None, :].float(),
+        ),
+    ],
     "key_padding_mask": [
         Mistake(
             "SDPA's polarity (True = may attend)",
@@ -22,8 +92,25 @@ CATALOGUE: dict[str, list[Mistake]] = {
             POLARITY,
             lambda mask: (mask == 0).long(),
         ),
+        Mistake(
+            "shaped (B, 1, 1, L) like the SDPA mask, not (B, L)",
+            "nn.MultiheadAttention's key_padding_mask is (B, L), one flag per key",
+            POLARITY,
+            lambda mask: (mask == 0)[:, None, None, :],
+        ),
     ],
 }
 
 
-PROBES = {"key_padding_mask": lambda: [((torch.tensor([[1, 1, 0], [1, 0, 0]]),), {})]}
+def _masked_softmax_probes() -> list[tuple[tuple, dict]]:
+    scores = torch.randn(2, 1, 2, 3, generator=torch.Generator().manual_seed(201))
+    return [((scores, torch.tensor([[1, 1, 0], [0, 0, 0]])), {})]
+
+
+PROBES = {
+    "padding_mask": mistakes.PROBES["padding_mask"],
+    "extended_mask": mistakes.PROBES["extended_mask"],
+    "masked_softmax": _masked_softmax_probes,
+    "sdpa_mask": mistakes.PROBES["sdpa_mask"],
+    "key_padding_mask": lambda: [((torch.tensor([[1, 1, 0], [1, 0, 0]]),), {})],
+}
