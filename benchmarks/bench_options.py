@@ -153,12 +153,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--peak-repeats", type=int, default=5, help="best of N for each peak")
+    p.add_argument(
+        "--peak-sizes",
+        type=int,
+        nargs="+",
+        default=[512, 1024, 2048],
+        help="square matrix sizes the peaks are measured at (the best size counts)",
+    )
     p.add_argument("--json", default=None, help="also write all figures to this JSON file")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
     peaks = {
-        name: matmul_peak(repeats=args.peak_repeats, dtype=dtype).flops_per_s
+        name: matmul_peak(tuple(args.peak_sizes), args.peak_repeats, dtype=dtype).flops_per_s
         for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))
     }
     print(
