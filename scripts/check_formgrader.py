@@ -17,7 +17,9 @@ What it does, as an instructor would (tests/test_formgrader.py runs the same ste
    edited test cell, gives her the status `tampered` and flags her notebook in nbgrader's
    gradebook (the formgrader's "Flagged?" column).
 4. JupyterLab with the formgrader server extension on that course (a free port, a random token,
-   settings, runtime and exchange folders of its own), opened in headless Chromium through
+   HOME, settings, runtime, data, config and exchange folders of its own, where the instructor's
+   tools are turned on for this JupyterLab only: scripts/install.sh turns them off in the
+   environment for learners), opened in headless Chromium through
    Playwright (`executable_path` = the system Chromium; no browser download): the Nbgrader >
    Formgrader menu, Manage Assignments (every assignment), Manage Submissions (students,
    statuses, scores), the notebook's gradebook (scores, "Tests Failed?", "Flagged?").
@@ -63,6 +65,13 @@ CHROMIUM_ARGS = [
 ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 
 
+def environment(**extra: str) -> dict[str, str]:
+    """This process's environment, offline, with this Python's bin/ first on PATH: nbgrader
+    runs `alembic` (and JupyterLab its kernels) from PATH, as in an activated environment."""
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    return {**os.environ, **ENV, "PATH": path, **extra}
+
+
 def find_chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         path = shutil.which(name)
@@ -87,7 +96,7 @@ def run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.Completed
     result = subprocess.run(
         cmd,
         cwd=cwd,
-        env={**os.environ, **ENV},
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -191,43 +200,70 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextmanager
-def jupyter_lab(course: Path, state: Path, timeout: float = 60) -> Iterator[Lab]:
-    """JupyterLab serving `course`, with its own settings, runtime and exchange folders."""
-    for name in ("settings", "runtime", "config", "exchange", "workspaces"):
-        (state / name).mkdir(parents=True, exist_ok=True)
+# nbgrader 0.9.6's instructor tools (scripts/install_helpers.py turns them off for learners)
+INSTRUCTOR_SERVER_EXTENSIONS = ("formgrader", "course_list")
+INSTRUCTOR_LAB_PLUGINS = ("formgrader", "create-assignment", "course-list")
+
+
+def write_lab_config(state: Path, *, instructor: bool) -> dict[str, str]:
+    """Settings, runtime, config, data and home folders of one JupyterLab under `state`, with
+    nbgrader's instructor tools on or off; returns the environment variables that select them.
+
+    Jupyter reads configuration from the user's folder (JUPYTER_CONFIG_DIR), the environment's
+    (sys.prefix/etc/jupyter, where scripts/install.sh turns the instructor's tools off for a
+    learner) and the system's. Inside a virtual environment jupyter_core puts the environment's
+    folder FIRST (JUPYTER_PREFER_ENV_PATH defaults to true there), so a user-level switch loses
+    to the environment's: JUPYTER_PREFER_ENV_PATH=0 gives this JupyterLab's own folder the last
+    word, whatever an earlier install or manual run left in the environment or in ~/.jupyter.
+    """
+    folders = {
+        name: state / name
+        for name in ("settings", "runtime", "config", "data", "home", "exchange", "workspaces")
+    }
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
     # no "Jupyter news" pop-up (and no request for it): JupyterLab's notification settings
-    news = state / "settings" / "@jupyterlab" / "apputils-extension"
+    news = folders["settings"] / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True, exist_ok=True)
     (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    config = folders["config"]
     # the formgrader warns when nbgrader's exchange folder is missing: give it one
-    (state / "config" / "nbgrader_config.py").write_text(
-        f"c = get_config()  # noqa: F821\nc.Exchange.root = {str(state / 'exchange')!r}\n"
+    (config / "nbgrader_config.py").write_text(
+        f"c = get_config()  # noqa: F821\nc.Exchange.root = {str(folders['exchange'])!r}\n"
     )
-    # the instructor's tools, off in a learner's environment (scripts/install.sh), on for this
-    # user: what `jupyter server extension enable --user` / `labextension enable --level=user` write
-    server_on = {n: True for n in ("formgrader", "course_list")}
-    (state / "config" / "jupyter_server_config.json").write_text(
-        json.dumps(
-            {"ServerApp": {"jpserver_extensions": {
-                f"nbgrader.server_extensions.{n}": on for n, on in server_on.items()
-            }}}
-        )
-    )  # fmt: skip
-    (state / "config" / "labconfig").mkdir(exist_ok=True)
-    lab_on = ("formgrader", "create-assignment", "course-list")
-    (state / "config" / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {f"@jupyter/nbgrader:{n}": False for n in lab_on}})
+    # what `jupyter server extension enable|disable --user` and `jupyter labextension
+    # enable|disable --level=user` write
+    server = {f"nbgrader.server_extensions.{n}": instructor for n in INSTRUCTOR_SERVER_EXTENSIONS}
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": server}})
     )
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        **ENV,
-        "JUPYTERLAB_SETTINGS_DIR": str(state / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(state / "workspaces"),
-        "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
-        "JUPYTER_CONFIG_DIR": str(state / "config"),
+    (config / "labconfig").mkdir(exist_ok=True)
+    disabled = {f"@jupyter/nbgrader:{n}": not instructor for n in INSTRUCTOR_LAB_PLUGINS}
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": disabled, "lockedExtensions": {}})
+    )
+    return {
+        "HOME": str(folders["home"]),
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_DATA_DIR": str(folders["data"]),
+        "JUPYTER_RUNTIME_DIR": str(folders["runtime"]),
+        "JUPYTER_PREFER_ENV_PATH": "0",
+        "JUPYTERLAB_SETTINGS_DIR": str(folders["settings"]),
+        "JUPYTERLAB_WORKSPACES_DIR": str(folders["workspaces"]),
+        "IPYTHONDIR": str(folders["home"] / ".ipython"),
     }
+
+
+@contextmanager
+def jupyter_lab(
+    course: Path, state: Path, *, instructor: bool = True, timeout: float = 60
+) -> Iterator[Lab]:
+    """JupyterLab serving `course`, with folders of its own under `state` (write_lab_config):
+    an instructor's (the formgrader on) or a learner's (only the Validate button and the
+    assignment list of nbgrader)."""
+    lab_env = write_lab_config(state, instructor=instructor)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = environment(**lab_env)
     log = state / "jupyter.log"
     cmd = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",

@@ -6,6 +6,10 @@ solution with a locked test cell replaced by `pass`). Then `python -m bertcourse
 --student carol`. The browser must show every assignment, the three submissions with the
 scores of nbgrader's gradebook, bob's failed tests and carol flagged. Screenshots go to
 _build/screenshots/formgrader_{lab,submissions,gradebook}.png.
+
+The instructor's tools are off in the project's environment (scripts/install.sh); this
+JupyterLab turns them on for itself only, with its own HOME and Jupyter folders in tmp_path
+(check_formgrader.write_lab_config), so nothing left by an earlier run counts.
 """
 
 from __future__ import annotations
@@ -38,12 +42,6 @@ STUDENTS = ["alice", "bob", "carol"]
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="issue 21 (open): install.sh now turns the instructor's tools off in the project's "
-    "environment; the user-level switch scripts/check_formgrader.py writes to turn them on for "
-    "this check did not take effect in CI's fresh environment (2026-11-26)",
-    strict=False,
-)
 def test_formgrader_shows_the_graded_submissions(tmp_path):
     pytest.importorskip("playwright", reason="pip install -r requirements.txt (playwright)")
     if fg.find_chromium() is None:
