@@ -198,8 +198,9 @@ print("OK truncate_seq_pair on 25 pairs, inputs unmodified")
 # pair of consecutive sentences $(d_i, d_{i+1})$ (in order), one triple `(A, B, label)` with
 # $A = d_i$ and
 #
-# - with probability 1/2 (`rng.random() < 0.5`): $B$ = a random sentence of a random **other**
-#   document, `label = NOT_NEXT` (1);
+# - with probability 1/2 (`rng.random() < 0.5`, one draw **for each pair**: the pairs of a
+#   document are independent): $B$ = a random sentence of a random **other** document,
+#   `label = NOT_NEXT` (1);
 # - otherwise $B = d_{i+1}$, `label = IS_NEXT` (0).
 #
 # (This is the heart of the original recipe; the real one also packs several sentences into a
@@ -296,8 +297,25 @@ def check_nsp_pairs(documents, seed):
                 grading.check_true(
                     False, known("ch05:nsp_pairs", "a random B from A's own document")
                 )
+    # one coin per pair: the labels of two neighbouring pairs of one document are independent
+    # fair coins, so they differ for half of the neighbours (binomial; one coin per document: never)
+    document_of = [position[tuple(a)][0] for a, _, _ in pairs]
+    differ = [
+        labels[k] != labels[k + 1]
+        for k in range(len(pairs) - 1)
+        if document_of[k] == document_of[k + 1]
+    ]
+    if len(differ) >= 20 and not any(differ):  # 2**-20 for independent coins
+        grading.check_true(False, known("ch05:nsp_pairs", "one coin per document, not one per pair"))
     random_count = sum(label == NOT_NEXT for _, _, label in pairs)
     grading.check_proportion(random_count, len(pairs), 0.5, "share of NOT_NEXT pairs")
+    grading.check_proportion(
+        sum(differ),
+        len(differ),
+        0.5,
+        "share of neighbouring pairs of one document whose labels differ",
+        hint="draw rng.random() < 0.5 once for each pair: the pairs are independent",
+    )
     again = grading.run(nsp_pairs, documents, random.Random(seed), forbid="nsp")
     grading.check_true(
         again == pairs, "the same rng seed gave other pairs", hint="draw only from rng"
@@ -318,6 +336,9 @@ pairs = check_nsp_pairs(
     make_documents(2, seed=2), seed=3
 )  # two documents: B always from the other one
 pairs = check_nsp_pairs(make_documents(60, seed=4), seed=5)
+# one long document: its 399 pairs draw 399 independent coins
+long_document = [[900_000 + i, 2000 + i % 7] for i in range(400)]
+pairs = check_nsp_pairs([long_document, *make_documents(3, seed=6)], seed=7)
 ### END HIDDEN TESTS
 
 # %% [markdown] id=loss_text

@@ -13,12 +13,14 @@ def make_pair(tokens_a, tokens_b, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong pair: the final [SEP] gets type 0
+# names: the final [SEP] typed 0
 def make_pair(tokens_a, tokens_b, cls_id=CLS_ID, sep_id=SEP_ID):
     input_ids = [cls_id, *tokens_a, sep_id, *tokens_b, sep_id]
     return input_ids, [0] * (len(tokens_a) + 2) + [1] * len(tokens_b) + [0]
 
 
 # %% wrong pair: no final [SEP]
+# names: no [SEP] after segment B
 def make_pair(tokens_a, tokens_b, cls_id=CLS_ID, sep_id=SEP_ID):
     return [cls_id, *tokens_a, sep_id, *tokens_b], [0] * (len(tokens_a) + 2) + [1] * len(tokens_b)
 
@@ -97,7 +99,23 @@ def nsp_pairs(documents, rng):
     return pairs
 
 
+# %% wrong pairs: one coin per document (every pair of a document IS_NEXT, or every one NOT_NEXT)
+# names: one coin per document, not one per pair
+def nsp_pairs(documents, rng):
+    pairs = []
+    for d, document in enumerate(documents):
+        random_b = rng.random() < 0.5
+        for i in range(len(document) - 1):
+            if random_b:
+                other = rng.choice([e for e in range(len(documents)) if e != d])
+                pairs.append((document[i], rng.choice(documents[other]), NOT_NEXT))
+            else:
+                pairs.append((document[i], document[i + 1], IS_NEXT))
+    return pairs
+
+
 # %% wrong loss: accuracy with the argmax over the batch (dim 0)
+# names: the accuracy's argmax over the batch
 def nsp_loss_and_accuracy(logits, labels):
     loss = -torch.log_softmax(logits, dim=-1).gather(1, labels[:, None]).mean()
     return loss, (logits.argmax(dim=0)[labels] == labels).float().mean()
@@ -175,18 +193,21 @@ def nsp_loss_and_accuracy(logits, labels):
 
 
 # %% wrong loss: log of the softmax (inf for confident logits)
+# names: log(softmax) in two steps
 def nsp_loss_and_accuracy(logits, labels):
     loss = -torch.log(torch.softmax(logits, dim=-1)).gather(1, labels[:, None]).mean()
     return loss, (logits.argmax(dim=-1) == labels).float().mean()
 
 
 # %% wrong loss: computed in float32 and returned in float32 for half-precision logits
+# names: the loss in float32, not the logits' dtype
 def nsp_loss_and_accuracy(logits, labels):
     loss = -torch.log_softmax(logits.float(), dim=-1).gather(1, labels[:, None]).mean()
     return loss, (logits.argmax(dim=-1) == labels).float().mean()
 
 
 # %% wrong loss: squeeze() of the picked log-probabilities, then mean over the wrong axis
+# names: the loss divided by the 2 classes
 def nsp_loss_and_accuracy(logits, labels):
     picked = torch.log_softmax(logits, dim=-1).gather(1, labels[:, None]).squeeze()
     loss = -picked.sum() / logits.shape[1]

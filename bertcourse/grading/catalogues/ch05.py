@@ -25,19 +25,28 @@ LOSS = "chapter 5, 'From [CLS] to the loss'"
 Documents = Sequence[Sequence[Sequence[int]]]
 
 
-def _pair(a, b, cls_id=CLS_ID, sep_id=SEP_ID, *, b_type_from_sep: bool = False):
+def _pair(a, b, cls_id=CLS_ID, sep_id=SEP_ID, *, wrong: str = ""):
+    """The solution's make_pair with one mistake (`wrong`)."""
     ids = [cls_id, *a, sep_id, *b, sep_id]
-    if b_type_from_sep:
+    if wrong == "b_type_from_sep":
         return ids, [0] * (len(a) + 1) + [1] * (len(b) + 2)
+    if wrong == "last_sep_type_0":
+        return ids, [0] * (len(a) + 2) + [1] * len(b) + [0]
+    if wrong == "no_last_sep":
+        return ids[:-1], [0] * (len(a) + 2) + [1] * len(b)
     return ids, [0] * (len(a) + 2) + [1] * (len(b) + 1)
 
 
-def _nsp_pairs(documents: Documents, rng: random.Random, *, inverted: bool = False) -> list:
-    """The solution's nsp_pairs (same draws), with its labels inverted."""
+def _nsp_pairs(
+    documents: Documents, rng: random.Random, *, inverted: bool = False, coin_per_document=False
+) -> list:
+    """The solution's nsp_pairs (same draws), with its labels inverted or one coin per
+    document."""
     pairs = []
     for d, document in enumerate(documents):
+        coin = coin_per_document and rng.random() < 0.5
         for i in range(len(document) - 1):
-            if rng.random() < 0.5:
+            if coin if coin_per_document else rng.random() < 0.5:
                 other = rng.randrange(len(documents) - 1)
                 other += other >= d
                 b = documents[other][rng.randrange(len(documents[other]))]
@@ -74,13 +83,18 @@ def _sop_pairs(
     return examples
 
 
-def _nsp_loss(logits: Tensor, labels: Tensor, *, inverted: bool = False, bce: bool = False):
-    targets = 1 - labels if inverted else labels
-    if bce:
-        loss = F.binary_cross_entropy_with_logits(logits[:, 1], labels.to(logits.dtype))
-    else:
-        loss = -torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).mean()
-    return loss, (logits.argmax(dim=-1) == targets).float().mean()
+def _nsp_loss(logits: Tensor, labels: Tensor, *, wrong: str = ""):
+    """The solution's loss and accuracy with one mistake (`wrong`)."""
+    targets = 1 - labels if wrong == "inverted" else labels
+    picked = torch.log_softmax(logits.float() if wrong == "float32" else logits, dim=-1)
+    if wrong == "log_of_softmax":
+        picked = torch.log(torch.softmax(logits, dim=-1))
+    picked = picked.gather(1, targets[:, None]).squeeze(1)
+    loss = picked.sum() / -logits.shape[1] if wrong == "over_classes" else -picked.mean()
+    if wrong == "bce":
+        loss = F.binary_cross_entropy_with_logits(logits[:, 1], labels.float())
+    predicted = logits.argmax(dim=0)[labels] if wrong == "argmax_batch" else logits.argmax(-1)
+    return loss, (predicted == targets).float().mean()
 
 
 CATALOGUE: dict[str, list[Mistake]] = {
@@ -91,7 +105,23 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "token",
             TYPES,
             lambda a, b, cls_id=CLS_ID, sep_id=SEP_ID: _pair(
-                a, b, cls_id, sep_id, b_type_from_sep=True
+                a, b, cls_id, sep_id, wrong="b_type_from_sep"
+            ),  # fmt: skip
+        ),
+        Mistake(
+            "the final [SEP] typed 0",
+            "the [SEP] that closes B belongs to segment B: type 1, like B's tokens",
+            TYPES,
+            lambda a, b, cls_id=CLS_ID, sep_id=SEP_ID: _pair(
+                a, b, cls_id, sep_id, wrong="last_sep_type_0"
+            ),  # fmt: skip
+        ),
+        Mistake(
+            "no [SEP] after segment B",
+            "a pair is [CLS] A [SEP] B [SEP]: each segment ends with its own [SEP]",
+            "chapter 5, 'The task'",
+            lambda a, b, cls_id=CLS_ID, sep_id=SEP_ID: _pair(
+                a, b, cls_id, sep_id, wrong="no_last_sep"
             ),  # fmt: skip
         ),
     ],
@@ -109,6 +139,13 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "A's own",
             "chapter 5, 'Pairs from a real corpus'",
             lambda documents, rng: None,
+        ),
+        Mistake(
+            "one coin per document, not one per pair",
+            "each pair draws its own rng.random() < 0.5: the pairs of one document are "
+            "independent, not all IS_NEXT or all NOT_NEXT",
+            "chapter 5, 'Pairs from a real corpus'",
+            lambda documents, rng: _nsp_pairs(documents, rng, coin_per_document=True),
         ),
     ],
     "sop_pairs": [
@@ -145,25 +182,57 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "NSP labels inverted (1 = B follows A)",
             "column 0 of the NSP logits scores IS_NEXT: label 0 means B follows A",
             LABEL,
-            lambda logits, labels: _nsp_loss(logits, labels, inverted=True),
+            lambda logits, labels: _nsp_loss(logits, labels, wrong="inverted"),
         ),
         Mistake(
             "a sigmoid on column 1 (binary cross-entropy), no 2-way softmax",
             "BERT's NSP head has two logits and a 2-way cross-entropy over them",
             LOSS,
-            lambda logits, labels: _nsp_loss(logits, labels, bce=True),
+            lambda logits, labels: _nsp_loss(logits, labels, wrong="bce"),
+        ),
+        Mistake(
+            "log(softmax) in two steps (inf for a sure, wrong prediction)",
+            "the softmax of a sure, wrong prediction underflows to 0 and its log to -inf: "
+            "use log_softmax",
+            LOSS,
+            lambda logits, labels: _nsp_loss(logits, labels, wrong="log_of_softmax"),
+        ),
+        Mistake(
+            "the loss in float32, not the logits' dtype",
+            "the statement asks for the loss in the logits' dtype, as F.cross_entropy returns "
+            "it: cast back after computing in float32",
+            LOSS,
+            lambda logits, labels: _nsp_loss(logits, labels, wrong="float32"),
+        ),
+        Mistake(
+            "the loss divided by the 2 classes, not by the batch size",
+            "the loss is the mean over the B pairs of the batch",
+            LOSS,
+            lambda logits, labels: _nsp_loss(logits, labels, wrong="over_classes"),
+        ),
+        Mistake(
+            "the accuracy's argmax over the batch (dim=0), not the 2 classes",
+            "each pair's prediction is the larger of its two logits: argmax(dim=-1)",
+            LOSS,
+            lambda logits, labels: _nsp_loss(logits, labels, wrong="argmax_batch"),
         ),
     ],
 }
 
 
 def _loss_probes() -> list[tuple[tuple, dict]]:
+    """Ordinary logits, sure predictions (two of them wrong), float16 logits."""
     generator = torch.Generator().manual_seed(109)
     logits = torch.randn(6, 2, generator=generator) * 3
-    return [((logits, torch.tensor([0, 1, 1, 0, 0, 1])), {})]
+    sure = torch.tensor([[100.0, -100.0], [-300.0, 300.0], [250.0, -250.0], [-120.0, 120.0]])
+    return [
+        ((logits, torch.tensor([0, 1, 1, 0, 0, 1])), {}),
+        ((sure, torch.tensor([1, 1, 0, 0])), {}),
+        ((logits.half(), torch.tensor([1, 1, 0, 1, 0, 0])), {}),
+    ]
 
 
 PROBES = {
-    "pair": lambda: [(([5, 6, 7], [8, 9]), {})],
+    "pair": lambda: [(([5, 6, 7], [8, 9]), {}), (([5], [8, 9, 10, 11]), {"sep_id": 3})],
     "loss": _loss_probes,
 }
