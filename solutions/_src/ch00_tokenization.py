@@ -191,7 +191,8 @@ grading.check_equal(basic_tokenize, tokenizers_basic, text, forbid=FORBID, use_r
 # ends, now looking up candidates with the prefix `"##"` (a piece that continues a word). If at
 # some position no candidate (not even one character) is in the vocabulary, return
 # `["[UNK]"]` for the whole word. A word longer than 100 characters is `["[UNK]"]` at once
-# (a word of exactly 100 is tokenized). Do not modify `vocab`.
+# (a word of exactly 100 is tokenized; characters, as `len(word)` counts them, not UTF-8 bytes).
+# Do not modify `vocab`.
 #
 # `wordpiece("unaffable", ["una", "un", "##ffa", "##aff", "##ble", "##able"])` is
 # `["una", "##ffa", "##ble"]`: greedy, not the fewest pieces.
@@ -245,6 +246,8 @@ def tokenizers_wordpiece(word, vocab):
 rng = random.Random(2)
 names = sorted({w for c in unicode_sample(3, seed=2) for w in unicodedata.name(c, "").lower().replace("-", " ").split()})
 words = rng.sample(names, 12) + ["electroencephalography", "huggingface", "a" * 100, "a" * 101, "😀", "the", "zzzqx", "##a", "a##"]
+# The limit counts characters, not bytes: non-ASCII words of at most 100 characters and more than 100 UTF-8 bytes.
+words += ["ω" * 70, "中" * 100, "я" * 51 + "ß" * 49, "中" * 101]
 for word in words:
     grading.check_equal(wordpiece, tokenizers_wordpiece, word, VOCAB, forbid=FORBID, mistakes="ch00:wordpiece")
 # Properties: the pieces are in the vocabulary, only the first has no "##", and they spell the word.

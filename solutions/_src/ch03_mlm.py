@@ -161,6 +161,8 @@ def name_known_mistakes(chosen, shows_mask, shows_other, p_mask, p_random):
     """Fail with the mistake's name when the output has its signature: every row with the same
     number n of chosen tokens got the same counts (a per-row split; checked on groups of at least
     50 rows, where independent draws vary), or 2% random ids where 10% were asked."""
+    n = int(chosen.sum())
+    grading.check_true(not (0 < p_mask < 1 and int(shows_mask.sum()) == n), known("every chosen position [MASK]"))
     n_row = chosen.sum(1)
     groups = [n_row == n for n in n_row.unique() if int((n_row == n).sum()) >= 50]
     if 0 < p_mask < 1 and len(groups) >= 3:
@@ -169,7 +171,6 @@ def name_known_mistakes(chosen, shows_mask, shows_other, p_mask, p_random):
             for g in groups
         )
         grading.check_true(not fixed, known("a per-row split"))
-    n = int(chosen.sum())
     observed, unconditional = int(shows_other.sum()) / n, p_random * (1 - p_mask)
     if 0 < p_mask < 1 and p_random > 0:
         se = (unconditional * (1 - unconditional) / n) ** 0.5
@@ -193,8 +194,9 @@ def check_replacement(vocab_size, mask_token_id, p_mask, p_random, seed, few=Fal
     )
     grading.check_true(isinstance(out, (tuple, list)) and len(out) == 2, "replace_chosen must return (masked_input_ids, labels)")
     masked, labels = out
-    grading.check_true(torch.equal(ids, before), "replace_chosen modified input_ids in place", hint="work on input_ids.clone()")
+    grading.check_true(torch.equal(ids, before), known("the caller's input_ids modified"))
     grading.check_tensor(labels, shape=ids.shape, dtype=torch.long, what="labels")
+    grading.check_true(chosen.all() or not torch.equal(labels, ids), known("labels at every position"))
     grading.check_value(labels, torch.where(chosen, ids, IGNORE_INDEX), "labels (the original id where chosen, -100 elsewhere)")
     grading.check_tensor(masked, shape=ids.shape, what="masked_input_ids")
     grading.check_true(torch.equal(masked[~chosen], ids[~chosen]), "a position that was not chosen was changed")
@@ -216,7 +218,10 @@ randoms = check_replacement(VOCAB_SIZE, MASK_ID, 0.6, 0.3, seed=4)
 grading.check_true(((randoms >= 0) & (randoms < VOCAB_SIZE)).all(), "a random id is outside the vocabulary")
 mean_error = abs(randoms.double().mean().item() - (VOCAB_SIZE - 1) / 2)
 grading.check_true(mean_error < 5 * VOCAB_SIZE / (12 * len(randoms)) ** 0.5, "the random ids are not uniform over the vocabulary")
-check_replacement(VOCAB_SIZE, 7, 1.0, 0.0, seed=5)  # only [MASK], with another mask id
+try:  # only [MASK], with another mask id: nothing is left for the second draw
+    check_replacement(VOCAB_SIZE, 7, 1.0, 0.0, seed=5)
+except ZeroDivisionError:
+    grading.check_true(False, known("no guard for mask_replace_prob = 1"))
 # rows that choose few positions (where per-row counts such as int(n * 0.8) go wrong), BERT's rates
 check_replacement(VOCAB_SIZE, MASK_ID, 0.8, 0.1, seed=6, few=True)
 check_replacement(1000, 5, 0.6, 0.3, seed=7, few=True)
@@ -226,7 +231,7 @@ chosen = ~torch.isin(ids, torch.tensor(SPECIAL_IDS))
 def seeded(seed):
     return grading.run(replace_chosen, ids, chosen, vocab_size=VOCAB_SIZE, mask_token_id=MASK_ID, generator=torch.Generator().manual_seed(seed), forbid="mlm")[0]
 first, again, other = seeded(9), seeded(9), seeded(10)
-grading.check_true(torch.equal(first, again), "the same generator seed gave other ids", hint="draw every random number with generator=generator")
+grading.check_true(torch.equal(first, again), known("random numbers not drawn from the generator"))
 grading.check_true(not torch.equal(first, other), "two generator seeds gave the same ids", hint="draw every random number with generator=generator")
 ### END HIDDEN TESTS
 
@@ -251,7 +256,7 @@ def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
 
 # %% [tests] id=count_tests points=1
 for seq_len in (10, 20, 40, 128):
-    grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, forbid="mlm", mistakes="num_predictions")
+    grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, forbid="mlm", mistakes="ch03:num_predictions")
 ### BEGIN HIDDEN TESTS
 def lengths_to_check(prob):
     """Where rounding bugs live: every short length, every length whose count is exactly a half
@@ -263,7 +268,7 @@ def lengths_to_check(prob):
 checked = 0
 for prob, cap in ((0.15, 20), (0.15, 80), (0.1, 20), (0.25, 5)):
     for seq_len in lengths_to_check(prob):
-        grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, prob, cap, forbid="mlm", quiet=True, mistakes="num_predictions")
+        grading.check_equal(num_predictions, "bertcourse.mlm.num_predictions", seq_len, prob, cap, forbid="mlm", quiet=True, mistakes="ch03:num_predictions")
         checked += 1
 print(f"OK num_predictions on {checked} lengths")
 ### END HIDDEN TESTS
@@ -298,16 +303,14 @@ def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
     ### END SOLUTION
 
 # %% [tests] id=words_tests points=2
+def expected_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
+    """The groups of this example, written out (known mistakes of this part: ch03:words)."""
+    return [[1], [2, 3, 4], [5], [6, 7]]
+
+
 tokens = ["[CLS]", "the", "em", "##bed", "##ding", "is", "learn", "##ed", "[SEP]"]
-grading.check_value(grading.run(word_groups, tokens, forbid="mlm"), [[1], [2, 3, 4], [5], [6, 7]], "word_groups(tokens)")
-print("OK word_groups")
+grading.check_equal(word_groups, expected_groups, tokens, forbid="mlm", mistakes="ch03:words")
 ### BEGIN HIDDEN TESTS
-tokens = ["[CLS]", "un", "##aff", "##able", "[SEP]", "token", "##izer", "##s", "work", "[SEP]"]
-grading.check_value(grading.run(word_groups, tokens, forbid="mlm"), [[1, 2, 3], [5, 6, 7], [8]], "word_groups of a pair")
-tokens = ["[CLS]", "a", "##b", "[SEP]", "[PAD]", "[PAD]"]
-grading.check_value(grading.run(word_groups, tokens, ("[CLS]", "[SEP]", "[PAD]"), forbid="mlm"), [[1, 2]], "word_groups with [PAD] special")
-
-
 def reference_word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
     groups = []
     for i, token in enumerate(tokens):
@@ -319,11 +322,14 @@ def reference_word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
     return groups
 
 
+WORDS = dict(forbid="mlm", mistakes="ch03:words")
+grading.check_equal(word_groups, reference_word_groups, ["[CLS]", "un", "##aff", "##able", "[SEP]", "token", "##izer", "##s", "work", "[SEP]"], **WORDS)
+grading.check_equal(word_groups, reference_word_groups, ["[CLS]", "a", "##b", "[SEP]", "[PAD]", "[PAD]"], ("[CLS]", "[SEP]", "[PAD]"), **WORDS)
 rng = random.Random(0)
 pieces = ["the", "cat", "em", "##bed", "##ding", "##s", "run", "##ning", "[SEP]"]
 for _ in range(30):
     tokens = ["[CLS]", "word"] + [rng.choice(pieces) for _ in range(rng.randint(0, 15))] + ["[SEP]"]
-    grading.check_value(grading.run(word_groups, tokens, forbid="mlm"), reference_word_groups(tokens), f"word_groups({tokens})")
+    grading.check_equal(word_groups, reference_word_groups, tokens, quiet=True, **WORDS)
 ### END HIDDEN TESTS
 
 # %% [markdown] id=outro

@@ -169,6 +169,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: the longest match taken from the end of the word (right to left)
+# names: the longest match taken from the end of the word
 def wordpiece(word, vocab):
     vocab = set(vocab)
     if len(word) > 100:
@@ -269,6 +270,27 @@ def wordpiece(word, vocab):
 def wordpiece(word, vocab):
     vocab = set(vocab)
     if len(word) >= 100:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start:
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+            end -= 1
+        if end == start:
+            return ["[UNK]"]
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
+# %% wrong wordpiece: the 100-character limit counted in UTF-8 bytes
+# names: the length limit counted in UTF-8 bytes
+def wordpiece(word, vocab):
+    vocab = set(vocab)
+    if len(word.encode("utf-8")) > 100:
         return ["[UNK]"]
     pieces, start = [], 0
     while start < len(word):

@@ -57,6 +57,7 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong replace: every chosen token becomes [MASK]
+# names: every chosen position [MASK]
 def replace_chosen(
     input_ids,
     chosen,
@@ -122,6 +123,7 @@ def replace_chosen(
 
 
 # %% wrong replace: the statement's formula without its edge (divides by zero when mask_replace_prob = 1)
+# names: no guard for mask_replace_prob = 1
 def replace_chosen(
     input_ids,
     chosen,
@@ -143,6 +145,7 @@ def replace_chosen(
 
 
 # %% wrong replace: the global torch generator instead of the argument (not reproducible)
+# names: random numbers not drawn from the generator argument
 def replace_chosen(
     input_ids,
     chosen,
@@ -188,6 +191,7 @@ def replace_chosen(
 
 
 # %% wrong replace: labels at every position (the loss would count unmasked tokens)
+# names: labels at every position
 def replace_chosen(
     input_ids,
     chosen,
@@ -208,6 +212,7 @@ def replace_chosen(
 
 
 # %% wrong replace: writes into input_ids (the caller's batch is corrupted)
+# names: the caller's input_ids modified in place
 def replace_chosen(
     input_ids,
     chosen,
@@ -233,6 +238,7 @@ def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
 
 
 # %% wrong count: [CLS] and [SEP] left out of the count (round((seq_len - 2) * 0.15))
+# names: [CLS] and [SEP] left out of n
 def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
     return min(max_predictions_per_seq, max(1, round((seq_len - 2) * masked_lm_prob)))
 
@@ -246,11 +252,13 @@ def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
 
 
 # %% wrong count: no minimum of 1
+# names: no minimum of 1
 def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
     return min(max_predictions_per_seq, round(seq_len * masked_lm_prob))
 
 
 # %% wrong words: special tokens become words
+# names: special tokens grouped as words
 def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
     groups = []
     for position, token in enumerate(tokens):
@@ -262,11 +270,13 @@ def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
 
 
 # %% wrong words: every token is its own word
+# names: every piece a word of its own
 def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
     return [[i] for i, token in enumerate(tokens) if token not in special_tokens]
 
 
 # %% wrong words: a '##' piece starts a new word and the next token joins it
+# names: a '##' piece joined to the word after it
 def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
     groups = []
     for position, token in enumerate(tokens):

@@ -84,9 +84,10 @@ def _wordpiece(
     rest: str = "##",
     keep_partial: bool = False,
     max_chars: int = 100,
+    length: Callable[[str], int] = len,
 ) -> list[str]:
     pieces_in = set(vocab)
-    if len(word) > max_chars:
+    if length(word) > max_chars:
         return ["[UNK]"]
     pieces: list[str] = []
     start = 0
@@ -101,6 +102,31 @@ def _wordpiece(
             return pieces + ["[UNK]"] if keep_partial else ["[UNK]"]
         pieces.append(piece)
         start = end
+    return pieces
+
+
+def _utf8_bytes(word: str) -> int:
+    return len(word.encode("utf-8"))
+
+
+def _from_the_end(word: str, vocab: list[str]) -> list[str]:
+    """The longest match taken at the end of the word, right to left."""
+    pieces_in = set(vocab)
+    if len(word) > 100:
+        return ["[UNK]"]
+    pieces: list[str] = []
+    end = len(word)
+    while end > 0:
+        start = 0
+        while start < end:
+            piece = ("##" if start else "") + word[start:end]
+            if piece in pieces_in:
+                break
+            start += 1
+        if start == end:
+            return ["[UNK]"]
+        pieces.insert(0, piece)
+        end = start
     return pieces
 
 
@@ -260,6 +286,19 @@ CATALOGUE: dict[str, list[Mistake]] = {
             WORDPIECE,
             lambda word, vocab: _wordpiece(word, vocab, max_chars=99),
         ),
+        Mistake(
+            "the length limit counted in UTF-8 bytes, not characters",
+            "max_input_chars_per_word counts characters (len(word)), as transformers and "
+            "tokenizers do: 'ω' is one character and two bytes",
+            WORDPIECE,
+            lambda word, vocab: _wordpiece(word, vocab, length=_utf8_bytes),
+        ),
+        Mistake(
+            "the longest match taken from the end of the word",
+            "WordPiece reads left to right: the longest piece that starts at the current position",
+            WORDPIECE,
+            _from_the_end,
+        ),
     ],
     "pair": [
         Mistake(
@@ -328,6 +367,9 @@ PROBES: dict[str, Callable[[], list[tuple[tuple, dict]]]] = {
         (("ab", _TOY), {}),
         (("aab", _TOY), {}),
         (("a" * 100, _TOY), {}),
+        (("ω" * 70, [*_TOY, "ω", "##ω"]), {}),
+        (("bab", ["b", "##ab", "ba", "##b"]), {}),
+        (("abc", ["a", "##bc", "ab", "##c", "abc"]), {}),
     ],
     "pair": lambda: [
         (([1, 2, 3, 4, 5], [6, 7, 8], 9), {}),
