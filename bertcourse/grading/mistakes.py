@@ -105,18 +105,23 @@ def _adam_step(
     correction_t=None,
     weight_decay=0.0,
     l2=False,
+    decay_without_lr=False,
+    eps_inside=False,
+    abs_grad=False,
 ):
+    """One Adam(W) step, or one of its mistakes (each flag changes one thing)."""
     b1, b2 = betas
     if l2:
         grad = grad + weight_decay * param
     m = b1 * m + (1 - b1) * grad
-    v = b2 * v + (1 - b2) * grad * grad
+    v = b2 * v + (1 - b2) * (grad.abs() if abs_grad else grad * grad)
     tc = t if correction_t is None else correction_t
     m_hat = m / (1 - b1**tc) if tc else m
     v_hat = v / (1 - b2**tc) if tc else v
-    new = param - lr * m_hat / (v_hat.sqrt() + eps)
+    denominator = (v_hat + eps).sqrt() if eps_inside else v_hat.sqrt() + eps
+    new = param - lr * m_hat / denominator
     if weight_decay and not l2:
-        new = new - lr * weight_decay * param
+        new = new - (1.0 if decay_without_lr else lr) * weight_decay * param
     return new, m, v
 
 
@@ -297,6 +302,18 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "chapter 6, 'What bias correction does'",
             lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correction_t=t + 1, **h),
         ),
+        Mistake(
+            "eps inside the square root",
+            "Adam divides by sqrt(v_hat) + eps: eps is added after the square root",
+            "chapter 6, 'From gradient descent to Adam'",
+            lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, eps_inside=True, **h),
+        ),
+        Mistake(
+            "v averages |g|, not the squared gradient g * g",
+            "the second moment is the running mean of g^2; its square root scales the step",
+            "chapter 6, 'From gradient descent to Adam'",
+            lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, abs_grad=True, **h),
+        ),
     ],
     "warmup_linear": [
         Mistake(
@@ -317,6 +334,16 @@ CATALOGUE: dict[str, list[Mistake]] = {
                 step / warmup_steps if step < warmup_steps else max(0.0, 1 - step / total_steps)
             ),
         ),
+        Mistake(
+            "no clamp at 0 after the last step (negative rates)",
+            "after total_steps the multiplier stays at 0: max(0, (T - s) / (T - w))",
+            "chapter 6, 'The schedule: warmup, then linear decay'",
+            lambda step, *, warmup_steps, total_steps: (
+                step / warmup_steps
+                if step < warmup_steps
+                else (total_steps - step) / max(1, total_steps - warmup_steps)
+            ),
+        ),
     ],
     "adamw": [
         Mistake(
@@ -325,6 +352,12 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "weight_decay x param to the gradient is Adam with L2",
             "chapter 6, 'BERT's optimizer: decoupled weight decay without bias correction'",
             lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, l2=True, **h),
+        ),
+        Mistake(
+            "the decay not multiplied by the learning rate",
+            "AdamW shrinks the parameter by the factor 1 - lr x weight_decay, not 1 - weight_decay",
+            "chapter 6, 'BERT's optimizer: decoupled weight decay without bias correction'",
+            lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, decay_without_lr=True, **h),
         ),
     ],
 }
@@ -491,6 +524,6 @@ PROBES: dict[str, Callable[[], list[Probe]]] = {
     "adam": _adam_probes,
     "adamw": lambda: _adam_probes(weight_decay=0.1),
     "warmup_linear": lambda: [
-        ((step,), {"warmup_steps": 4, "total_steps": 10}) for step in (0, 2, 4, 7, 10)
+        ((step,), {"warmup_steps": 4, "total_steps": 10}) for step in (0, 2, 4, 7, 10, 12)
     ],
 }

@@ -163,7 +163,9 @@ grading.check_optimizer_steps(bert_adam_step, bertcourse.optim.AdamW, param, big
 #   {"params": [...], "param_names": [...], "weight_decay": 0.0}]`, the decayed parameters
 # first, each list in the order of `model.named_parameters()`. Every parameter appears exactly
 # **once**: the MLM decoder's weight *is* the word-embedding matrix (tied), and must not be
-# counted (or decayed) twice.
+# counted (or decayed) twice; a frozen parameter (`requires_grad=False`) is in its group too
+# (it gets no gradient, so `torch.optim` leaves it alone, and unfreezing it later needs no new
+# groups). transformers' `Trainer` leaves frozen parameters out of its groups instead.
 
 # %% [solution] id=groups
 def bert_param_groups(model, weight_decay):
@@ -194,6 +196,8 @@ def check_groups(model, weight_decay):
         grading.check_value(group["weight_decay"], ref["weight_decay"], f"weight_decay of the {which} group")
         names = list(group["param_names"])
         grading.check_true(len(names) == len(set(names)), f"a parameter appears twice in the {which} group (a tied weight?)")
+        frozen = [n for n in ref["param_names"] if n not in names and not params[n].requires_grad]
+        grading.check_true(not frozen, f"the {which} group leaves out {len(frozen)} frozen parameter(s), e.g. {frozen[0] if frozen else ''}", hint="every parameter appears once, requires_grad=False included")
         grading.check_true(names == ref["param_names"], f"the {which} group holds {sorted(set(names) ^ set(ref['param_names']))[:4]} wrongly (in or out)", hint="LayerNorm weights and every bias skip the decay; each parameter once")
         grading.check_true(len(group["params"]) == len(names) and all(torch.equal(t, params[n].detach()) for t, n in zip(group["params"], names)), f"the {which} group's params do not match its param_names")
 

@@ -14,6 +14,7 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 
 # %% wrong adam: v averages the gradient, not its square
+# names: v averages |g|
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
@@ -23,6 +24,7 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 
 # %% wrong adam: eps inside the square root
+# names: eps inside the square root
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
@@ -60,6 +62,7 @@ def adamw_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, w
 
 
 # %% wrong adamw: decay not scaled by the learning rate
+# names: the decay not multiplied by the learning rate
 def adamw_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
     return adam_step(param * (1 - weight_decay), grad, m, v, t, lr=lr, betas=betas, eps=eps)
 
@@ -79,6 +82,7 @@ def warmup_linear_decay(step, *, warmup_steps, total_steps):
 
 
 # %% wrong linear: not clamped at 0 after the last step
+# names: no clamp at 0 after the last step
 def warmup_linear_decay(step, *, warmup_steps, total_steps):
     if step < warmup_steps:
         return step / warmup_steps
@@ -186,6 +190,7 @@ def bert_adam_step(
 
 
 # %% wrong bert_adam: eps inside the square root
+# names: eps inside the square root
 def bert_adam_step(
     param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
 ):

@@ -8,7 +8,8 @@ ORIGINAL = "chapter 6, 'BERT's optimizer: decoupled weight decay without bias co
 
 
 def _original(p, g, m, v, t, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, **wrong):
-    """The original step with one thing changed (`wrong`): bias correction, eps, L2, lr."""
+    """The original step with one thing changed (`wrong`): bias correction, eps, L2, lr,
+    eps inside the square root."""
     b1, b2 = betas
     if wrong.get("l2"):
         g = g + weight_decay * p
@@ -18,7 +19,10 @@ def _original(p, g, m, v, t, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay
         m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)
     else:
         m_hat, v_hat = m, v
-    update = m_hat / (v_hat.sqrt() + wrong.get("eps", eps))
+    if wrong.get("eps_inside"):
+        update = m_hat / (v_hat + eps).sqrt()
+    else:
+        update = m_hat / (v_hat.sqrt() + wrong.get("eps", eps))
     if wrong.get("l2"):
         return p - lr * update, m, v
     if wrong.get("decay_without_lr"):
@@ -52,6 +56,12 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "the original multiplies the whole update, decay included, by the learning rate",
             ORIGINAL,
             lambda p, g, m, v, t, **h: _original(p, g, m, v, t, decay_without_lr=True, **h),
+        ),
+        Mistake(
+            "eps inside the square root",
+            "the original divides by sqrt(v) + eps: eps is added after the square root",
+            ORIGINAL,
+            lambda p, g, m, v, t, **h: _original(p, g, m, v, t, eps_inside=True, **h),
         ),
     ],
 }
