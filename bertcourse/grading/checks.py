@@ -127,12 +127,32 @@ def check_value(
     rtol: float | None = None,
     check_dtype: bool = True,
     hint: str | None = None,
+    mistakes: str | Sequence[Mistake] = (),
+    args: tuple[Any, ...] = (),
+    call: Callable[..., Any] | None = None,
 ) -> None:
-    """Compare a value the cell computed (e.g. with `run`) with the expected one."""
+    """Compare a value the cell computed (e.g. with `run`) with the expected one.
+
+    `mistakes`, `args`, `call`: as in `check_close`, for a value that is not simply what the
+    learner's function returns (a step's loss and the parameters after it): `got` came from
+    the reference's arguments `args`, and `call(*probe_args)` gives the same kind of value for
+    the learner on a probe, so that a known mistake is named only on its whole signature.
+    """
     __tracebackhide__ = True
     lines = _compare(got, expected, what, atol, rtol, check_dtype)
     if lines:
-        _fail(f"wrong {what}:", lines, hint)
+        header = f"wrong {what}:"
+        known = mistakes and diagnose(
+            got,
+            mistakes,
+            args,
+            {},
+            lambda g, w: _compare(g, w, what, atol, rtol, check_dtype),
+            call=call,
+        )
+        if known:
+            header = f"{mistake_message(known)}\n{header}"
+        _fail(header, lines, hint)
 
 
 def check_true(condition: Any, message: str, *, hint: str | None = None) -> None:

@@ -87,11 +87,11 @@ def reference_embed(embeddings, input_ids, token_type_ids):
 embeddings = randomize(BertEmbeddings(small_config()), seed=1)
 ids = grading.randint(0, 100, 2, 7, seed=2)
 types = torch.tensor([[0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 0, 1, 1]])
-grading.check_close(embed, reference_embed, embeddings, ids, types, forbid="embeddings")
+grading.check_close(embed, reference_embed, embeddings, ids, types, forbid="embeddings", mistakes="ch07:embed")
 ### BEGIN HIDDEN TESTS
 embeddings = randomize(BertEmbeddings(small_config(hidden_size=24, type_vocab_size=3)), seed=3)
-grading.check_close(embed, reference_embed, embeddings, grading.randint(0, 100, 3, 16, seed=4), grading.randint(0, 3, 3, 16, seed=5), forbid="embeddings")
-grading.check_close(embed, reference_embed, embeddings, grading.randint(0, 100, 1, 1, seed=6), torch.zeros(1, 1, dtype=torch.long), forbid="embeddings")
+grading.check_close(embed, reference_embed, embeddings, grading.randint(0, 100, 3, 16, seed=4), grading.randint(0, 3, 3, 16, seed=5), forbid="embeddings", mistakes="ch07:embed")
+grading.check_close(embed, reference_embed, embeddings, grading.randint(0, 100, 1, 1, seed=6), torch.zeros(1, 1, dtype=torch.long), forbid="embeddings", mistakes="ch07:embed")
 # training mode: the dropout after LayerNorm is active (checked by its statistics: the mask is random)
 training = randomize(BertEmbeddings(small_config(hidden_dropout_prob=0.5)), seed=7).train()
 ids = grading.randint(0, 100, 8, 16, seed=8)
@@ -141,18 +141,18 @@ def reference_layer(layer, hidden_states, bias=None):
 
 layer = randomize(BertLayer(small_config()), seed=1)
 x = grading.randn(2, 5, 32, seed=2)
-grading.check_close(encoder_layer, reference_layer, layer, x, forbid="layer")
+grading.check_close(encoder_layer, reference_layer, layer, x, forbid="layer", mistakes="ch07:layer")
 ### BEGIN HIDDEN TESTS
 bias = extended_attention_mask(torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]))
-grading.check_close(encoder_layer, reference_layer, layer, x, bias, forbid="layer")
+grading.check_close(encoder_layer, reference_layer, layer, x, bias, forbid="layer", mistakes="ch07:layer")
 layer = randomize(BertLayer(small_config(hidden_size=24, num_attention_heads=3, intermediate_size=40)), seed=3)
-grading.check_close(encoder_layer, reference_layer, layer, grading.randn(3, 9, 24, seed=4, scale=3.0), forbid="layer")
+grading.check_close(encoder_layer, reference_layer, layer, grading.randn(3, 9, 24, seed=4, scale=3.0), forbid="layer", mistakes="ch07:layer")
 # training mode with dropout 1 - 1e-9: every dropout zeroes its input (that one of the ~1,000
 # values survives has a chance of about 1e-6), so the result is h' = LN1(h), h'' = LN2(h'):
 # deterministic, and it shows whether both dropouts are in their places
 ALMOST_ALL = 1.0 - 1e-9
 dropping = randomize(BertLayer(small_config(hidden_dropout_prob=ALMOST_ALL, attention_probs_dropout_prob=ALMOST_ALL)), seed=5).train()
-grading.check_close(encoder_layer, reference_layer, dropping, grading.randn(2, 5, 32, seed=6), forbid="layer")
+grading.check_close(encoder_layer, reference_layer, dropping, grading.randn(2, 5, 32, seed=6), forbid="layer", mistakes="ch07:layer")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=mlm_head_text
@@ -168,7 +168,9 @@ grading.check_close(encoder_layer, reference_layer, dropping, grading.randn(2, 5
 # Write `mlm_head(head, hidden_states)` for a `bertcourse.heads.BertLMPredictionHead` with
 # `head.transform.dense`, `head.transform.layer_norm`, `head.decoder.weight` and `head.bias`;
 # `hidden_states` is `(..., H)`; return `(..., V)`. Use the modules' own settings (the hidden tests
-# use another `layer_norm_eps`).
+# use another `layer_norm_eps`). Training updates the word embeddings through this product too,
+# so the gradient of the scores must reach $E$: use `head.decoder.weight` itself, not its
+# `.data` or `.detach()` (the hidden tests back-propagate through your scores).
 
 # %% [solution] id=mlm_head
 def mlm_head(head, hidden_states):
@@ -211,6 +213,19 @@ grading.check_close(mlm_head, lambda head, h: transformers_head(head)(h), head, 
 before = copy.deepcopy(head.state_dict())
 grading.run(mlm_head, head, h, forbid=FORBID_HEAD)
 grading.check_true(all(torch.equal(before[k], v) for k, v in head.state_dict().items()), "mlm_head changed the head's weights")
+# the decoder's weight is the tied word-embedding matrix: a backward through the scores must put
+# on it (and on every other weight) the gradient that the module's own forward gives
+TIED = "mlm_head's scores carry no gradient to the tied decoder weight"
+reference_head = copy.deepcopy(head)
+scores = grading.run(mlm_head, head, h, forbid=FORBID_HEAD)
+grading.check_true(torch.is_tensor(scores) and scores.requires_grad, TIED, hint="use head.decoder.weight, not .data or .detach(), and no torch.no_grad()")
+if scores.grad_fn is not None:  # the learner's own graph (the grader's referee receives values only)
+    upstream = grading.randn(*scores.shape, seed=15)
+    (scores * upstream).sum().backward()
+    (reference_head(h) * upstream).sum().backward()
+    grading.check_value(head.decoder.weight.grad, reference_head.decoder.weight.grad, "gradient on the tied decoder weight (the word embeddings)", hint="use head.decoder.weight, not .data or .detach()")
+    grading.check_value({n: p.grad for n, p in head.named_parameters()}, {n: p.grad for n, p in reference_head.named_parameters()}, "gradients of the head's weights")
+head.zero_grad(set_to_none=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] id=nsp_text
@@ -237,11 +252,11 @@ def nsp_logits(model, sequence_output):
 # %% [tests] id=nsp_tests points=1
 FORBID_NSP = ("bertcourse.heads.BertPooler.forward", "bertcourse.model.BertModel.forward", "bertcourse.model.BertForPreTraining.forward")
 model = randomize(BertForPreTraining(small_config()), seed=15)
-grading.check_close(nsp_logits, "bertcourse.grading.references.nsp_logits", model, grading.randn(2, 6, 32, seed=16), forbid=FORBID_NSP)
+grading.check_close(nsp_logits, "bertcourse.grading.references.nsp_logits", model, grading.randn(2, 6, 32, seed=16), forbid=FORBID_NSP, mistakes="ch07:nsp")
 ### BEGIN HIDDEN TESTS
 model = randomize(BertForPreTraining(small_config(hidden_size=24, num_attention_heads=3)), seed=17)
-grading.check_close(nsp_logits, "bertcourse.grading.references.nsp_logits", model, grading.randn(4, 9, 24, seed=18, scale=2.0), forbid=FORBID_NSP)
-grading.check_close(nsp_logits, "bertcourse.grading.references.nsp_logits", model, grading.randn(1, 1, 24, seed=19), forbid=FORBID_NSP)
+grading.check_close(nsp_logits, "bertcourse.grading.references.nsp_logits", model, grading.randn(4, 9, 24, seed=18, scale=2.0), forbid=FORBID_NSP, mistakes="ch07:nsp")
+grading.check_close(nsp_logits, "bertcourse.grading.references.nsp_logits", model, grading.randn(1, 1, 24, seed=19), forbid=FORBID_NSP, mistakes="ch07:nsp")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=count_text
@@ -273,10 +288,10 @@ def reference_count(config):
     return sum(p.numel() for p in BertModel(config).parameters())
 
 
-grading.check_equal(count_parameters, reference_count, BertConfig.tiny(vocab_size=1000), forbid="modules")
+grading.check_equal(count_parameters, reference_count, BertConfig.tiny(vocab_size=1000), forbid="modules", mistakes="ch07:count")
 ### BEGIN HIDDEN TESTS
-grading.check_equal(count_parameters, reference_count, small_config(type_vocab_size=3, num_hidden_layers=3, intermediate_size=50), forbid="modules")
-grading.check_equal(count_parameters, reference_count, small_config(vocab_size=7, hidden_size=12, num_attention_heads=2, max_position_embeddings=9), forbid="modules")
+grading.check_equal(count_parameters, reference_count, small_config(type_vocab_size=3, num_hidden_layers=3, intermediate_size=50), forbid="modules", mistakes="ch07:count")
+grading.check_equal(count_parameters, reference_count, small_config(vocab_size=7, hidden_size=12, num_attention_heads=2, max_position_embeddings=9), forbid="modules", mistakes="ch07:count")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=step_text
@@ -294,7 +309,8 @@ grading.check_equal(count_parameters, reference_count, small_config(vocab_size=7
 # 5. take the optimizer step.
 #
 # Write `pretraining_step(model, batch, optimizer, max_grad_norm=1.0)` that does this and
-# returns the loss as a Python float (its value before the step).
+# returns the loss as a Python float (its value before the step). The model comes in training
+# mode (dropout on): leave it so, no `model.eval()` in a training step.
 
 # %% [solution] id=step
 def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
@@ -358,6 +374,7 @@ for step in range(2):
     got = grading.run(pretraining_step, model, batch, optimizer, 0.05)
     grading.check_value(got, expected, f"the loss at step {step + 1}", rtol=1e-4, atol=1e-5)
     grading.check_value(dict(model.named_parameters()), dict(ref_model.named_parameters()), f"the parameters after step {step + 1} (max_grad_norm=0.05)", rtol=1e-4, atol=1e-6)
+grading.check_true(all(m.training for m in model.modules()), "pretraining_step left the model in eval mode: dropout would be off for the rest of training", hint="a training step keeps the model's training mode")
 print("OK pretraining_step: 2 steps")
 ### END HIDDEN TESTS
 
@@ -373,7 +390,9 @@ print("OK pretraining_step: 2 steps")
 # Write `pretraining_forward(model, input_ids, token_type_ids, attention_mask, labels,
 # next_sentence_label)` for a `BertForPreTraining` `model` (`model.bert.embeddings`,
 # `model.bert.encoder.layer`, `model.cls.predictions`), returning `(prediction_logits,
-# seq_relationship_logits, loss)` of shapes `(B, L, V)`, `(B, 2)` and `()`. The tests compare
+# seq_relationship_logits, loss)` of shapes `(B, L, V)`, `(B, 2)` and `()`, with their autograd
+# graph (a training step back-propagates this loss: no `torch.no_grad()`), and leave the model
+# in the mode it came in (no `model.eval()` or `model.train()`). The tests compare
 # them with transformers' `BertForPreTraining` holding the same weights, and use the reference
 # versions of parts 1-4, so a mistake there costs its own part only.
 
@@ -423,10 +442,18 @@ def pretraining_inputs(config, batch_size, length, seed, padded=0):
 
 
 model = randomize(BertForPreTraining(small_config()), seed=21)
-grading.check_close(pretraining_forward, transformers_forward, model, *pretraining_inputs(model.config, 2, 8, seed=22, padded=1), forbid=FORBID_FORWARD, use_reference=PARTS, rtol=1e-4, atol=1e-4)
+grading.check_close(pretraining_forward, transformers_forward, model, *pretraining_inputs(model.config, 2, 8, seed=22, padded=1), forbid=FORBID_FORWARD, use_reference=PARTS, rtol=1e-4, atol=1e-4, mistakes="ch07:forward")
 ### BEGIN HIDDEN TESTS
 model = randomize(BertForPreTraining(small_config(hidden_size=24, num_attention_heads=3, num_hidden_layers=3, type_vocab_size=2)), seed=23)
-grading.check_close(pretraining_forward, transformers_forward, model, *pretraining_inputs(model.config, 3, 11, seed=24, padded=2), forbid=FORBID_FORWARD, use_reference=PARTS, rtol=1e-4, atol=1e-4)
+grading.check_close(pretraining_forward, transformers_forward, model, *pretraining_inputs(model.config, 3, 11, seed=24, padded=2), forbid=FORBID_FORWARD, use_reference=PARTS, rtol=1e-4, atol=1e-4, mistakes="ch07:forward")
+# a model in training mode (dropout 0: the same values): its mode and the graph stay as they were
+training = randomize(BertForPreTraining(small_config()), seed=25).train()
+inputs = pretraining_inputs(training.config, 2, 7, seed=26, padded=1)
+expected = transformers_forward(copy.deepcopy(training), *inputs)
+got = grading.run(pretraining_forward, training, *inputs, forbid=FORBID_FORWARD, use_reference=PARTS)
+grading.check_true(all(m.training for m in training.modules()), "pretraining_forward switched a model in training mode to eval mode", hint="leave the model's mode to the caller")
+grading.check_true(isinstance(got, (tuple, list)) and len(got) == 3 and all(torch.is_tensor(t) and t.requires_grad for t in got), "pretraining_forward returned no autograd graph (torch.no_grad() or .detach()?): a training step back-propagates its loss")
+grading.check_value(got, expected, "pretraining_forward of a model in training mode (dropout 0)", rtol=1e-4, atol=1e-4)
 ### END HIDDEN TESTS
 
 # %% [markdown] id=outro

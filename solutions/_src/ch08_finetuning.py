@@ -179,13 +179,28 @@ def transformers_step(model, batch, lr, max_grad_norm=1.0):
     return loss.item(), dict(from_hf(hf).named_parameters())
 
 
+def step_outcome(model, batch, lr, max_grad_norm, grads):
+    """The learner's step on a model holding `grads`: {"loss": returned, "parameters": after}."""
+    for name, p in model.named_parameters():
+        p.grad = grads[name].clone() if name in grads else None
+    loss = grading.run(fine_tuning_step, model, batch, lr, max_grad_norm)
+    return {"loss": loss, "parameters": dict(model.named_parameters())}
+
+
+def check_step(model, batch, lr, max_grad_norm, what):
+    """One fine_tuning_step against transformers' on the same weights: the returned loss (before
+    the step) and the parameters after it; a known mistake of the step is named."""
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    before = (copy.deepcopy(model), batch, lr, max_grad_norm, grads)  # deepcopy drops .grad
+    expected_loss, expected_params = transformers_step(copy.deepcopy(model), batch, lr, max_grad_norm)
+    got = step_outcome(model, batch, lr, max_grad_norm, grads)
+    grading.check_value(got, {"loss": expected_loss, "parameters": expected_params}, what, rtol=1e-4, atol=1e-5, mistakes="ch08:step", args=before, call=step_outcome)
+    return got["loss"]
+
+
 config = small_config()
 model = randomize(BertForSequenceClassification(config), seed=1)
-batch = make_batch(config, 4, 10, seed=2)
-expected_loss, expected_params = transformers_step(copy.deepcopy(model), batch, lr=0.1)
-loss = grading.run(fine_tuning_step, model, batch, 0.1)
-grading.check_value(loss, expected_loss, "the returned loss (before the step)", rtol=1e-4, atol=1e-5)
-grading.check_value(dict(model.named_parameters()), expected_params, "the parameters after the step (lr=0.1)", rtol=1e-4, atol=1e-5)
+loss = check_step(model, make_batch(config, 4, 10, seed=2), 0.1, 1.0, "loss (before the step) and parameters after it (lr=0.1)")
 print("OK fine_tuning_step: loss", round(loss, 4))
 ### BEGIN HIDDEN TESTS
 config = small_config(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=1)
@@ -193,20 +208,12 @@ model = randomize(BertForSequenceClassification(config), seed=3, scale=0.5)
 for p in model.parameters():
     p.grad = torch.randn_like(p)  # stale gradients from an earlier step: must be zeroed first
 for step in range(2):
-    batch = make_batch(config, 5, 12, seed=4 + step)
-    expected_loss, expected_params = transformers_step(copy.deepcopy(model), batch, lr=0.5, max_grad_norm=0.05)
-    got = grading.run(fine_tuning_step, model, batch, 0.5, 0.05)
-    grading.check_value(got, expected_loss, f"the loss at step {step + 1}", rtol=1e-4, atol=1e-5)
-    grading.check_value(dict(model.named_parameters()), expected_params, f"the parameters after step {step + 1} (lr=0.5, max_grad_norm=0.05)", rtol=1e-4, atol=1e-5)
+    check_step(model, make_batch(config, 5, 12, seed=4 + step), 0.5, 0.05, f"loss and parameters at step {step + 1} (lr=0.5, max_grad_norm=0.05)")
 print("OK fine_tuning_step: 2 steps, stale gradients, clipping")
 # The model arrives in eval mode, with a classifier dropout of 1: in training mode the dropout
 # zeroes the pooled vector (deterministic: no random mask to match), in eval mode it does not.
 model = randomize(BertForSequenceClassification(small_config(), classifier_dropout=1.0), seed=6).eval()
-batch = make_batch(model.config, 3, 9, seed=7)
-expected_loss, expected_params = transformers_step(copy.deepcopy(model), batch, lr=0.2)
-got = grading.run(fine_tuning_step, model, batch, 0.2)
-grading.check_value(got, expected_loss, "the loss of a model that arrived in eval mode (model.train() first?)", rtol=1e-4, atol=1e-5)
-grading.check_value(dict(model.named_parameters()), expected_params, "the parameters after a step of a model that arrived in eval mode", rtol=1e-4, atol=1e-5)
+check_step(model, make_batch(model.config, 3, 9, seed=7), 0.2, 1.0, "loss and parameters of a model that arrived in eval mode (model.train() first?)")
 print("OK fine_tuning_step: training mode set")
 ### END HIDDEN TESTS
 
@@ -219,7 +226,9 @@ print("OK fine_tuning_step: training mode set")
 #
 # 1. switches dropout off with `model.eval()`, and turns it back on at the end if the model
 #    came in training mode (`model.training` tells);
-# 2. runs every batch under `torch.no_grad()`: no graph is recorded (less memory, faster);
+# 2. runs every batch under `torch.no_grad()`: no graph is recorded (less memory, faster), and
+#    autograd is as it was once `evaluate` returns (a `with torch.no_grad():` block, not a
+#    `torch.set_grad_enabled(False)` left on: the training that goes on needs its gradients);
 # 3. returns a dict with `"logits"`: the `(N, C)` logits of all N examples in order,
 #    `"loss"`: the mean cross-entropy over the N **examples** (a Python float), and
 #    `"accuracy"`: the fraction of examples whose largest logit is their label (a float).
@@ -256,15 +265,35 @@ def reference_evaluate(model, batches):
             "accuracy": (logits.argmax(-1) == labels).float().mean().item()}
 
 
+def records_graphs():
+    """Whether the learner's process records autograd graphs now: its classifier_head on an input
+    that requires grad (None when that part raises). The grader's referee runs the learner's
+    functions in another process, where this is the only way to see autograd's state."""
+    try:
+        logits, _ = grading.run(classifier_head, torch.ones(1, 2, requires_grad=True), torch.eye(2), torch.zeros(2), torch.tensor([0]))
+        return bool(logits.requires_grad)
+    except Exception:
+        return None
+
+
 def check_evaluate(model, batches):
-    """The learner's evaluate against the reference, no autograd graph in what it returns, and
-    the model as it was: same weights, no gradients, the same mode."""
+    """The learner's evaluate against the reference, no autograd graph recorded or returned,
+    autograd enabled after it as before, and the model as it was: same weights, no gradients,
+    the same mode."""
     before, was_training = copy.deepcopy(model.state_dict()), model.training
+    args = (copy.deepcopy(model), batches)
     expected = reference_evaluate(copy.deepcopy(model), batches)
-    got = grading.run(evaluate, model, batches)
+    enabled, graphs = torch.is_grad_enabled(), records_graphs()
+    saved = []  # tensors autograd saves for a backward: only while a graph is recorded
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.shape) or t, lambda t: t):
+        got = grading.run(evaluate, model, batches)
+    enabled_after, graphs_after = torch.is_grad_enabled(), records_graphs()
+    torch.set_grad_enabled(enabled)  # the rest of the notebook runs as before, whatever happened
+    grading.check_true(enabled_after == enabled and not (graphs and graphs_after is False), "evaluate left gradients disabled after it returned: training after it would learn nothing", hint="use `with torch.no_grad():`, which restores autograd at the end of the block")
     grading.check_true(isinstance(got, dict) and torch.is_tensor(got.get("logits")), "evaluate must return a dict with a tensor under 'logits'")
     grading.check_true(not got["logits"].requires_grad, "the logits carry an autograd graph: run the model under torch.no_grad()")
-    grading.check_value(got, expected, "evaluate(model, batches)", rtol=1e-4, atol=1e-5)
+    grading.check_true(not saved, "evaluate recorded an autograd graph (detached afterwards?): run the model under torch.no_grad()")
+    grading.check_value(got, expected, "evaluate(model, batches)", rtol=1e-4, atol=1e-5, mistakes="ch08:evaluate", args=args, call=lambda m, b: grading.run(evaluate, m, b))
     grading.check_value(model.state_dict(), before, "the model's weights after evaluate (it must not change them)", rtol=0.0, atol=0.0)
     grading.check_true(all(p.grad is None for p in model.parameters()), "evaluate left gradients in the model")
     grading.check_true(model.training == was_training, f"the model came in {'training' if was_training else 'eval'} mode and left in {'training' if model.training else 'eval'} mode: restore its mode at the end")

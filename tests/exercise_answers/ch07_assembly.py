@@ -6,12 +6,14 @@
 
 
 # %% wrong embed: no position embeddings
+# names: no position embeddings
 def embed(embeddings, input_ids, token_type_ids):
     x = embeddings.word_embeddings(input_ids) + embeddings.token_type_embeddings(token_type_ids)
     return embeddings.dropout(embeddings.layer_norm(x))
 
 
 # %% wrong embed: LayerNorm before the token types are added
+# names: LayerNorm before the token types are added
 def embed(embeddings, input_ids, token_type_ids):
     positions = torch.arange(input_ids.shape[1])
     x = embeddings.layer_norm(
@@ -21,6 +23,7 @@ def embed(embeddings, input_ids, token_type_ids):
 
 
 # %% wrong embed: positions counted from 1
+# names: positions counted from 1
 def embed(embeddings, input_ids, token_type_ids):
     positions = torch.arange(1, input_ids.shape[1] + 1).clamp(
         max=embeddings.position_embeddings.num_embeddings - 1
@@ -34,6 +37,7 @@ def embed(embeddings, input_ids, token_type_ids):
 
 
 # %% wrong layer: pre-LN (LayerNorm before each sublayer)
+# names: pre-LN (LayerNorm before each sublayer)
 def encoder_layer(layer, hidden_states, bias=None):
     out = layer.attention.output
     context, _ = layer.attention.self_attn(out.layer_norm(hidden_states), bias)
@@ -43,6 +47,7 @@ def encoder_layer(layer, hidden_states, bias=None):
 
 
 # %% wrong layer: ReLU instead of GELU
+# names: ReLU instead of GELU
 def encoder_layer(layer, hidden_states, bias=None):
     context, _ = layer.attention.self_attn(hidden_states, bias)
     out = layer.attention.output
@@ -52,6 +57,7 @@ def encoder_layer(layer, hidden_states, bias=None):
 
 
 # %% wrong layer: the feed-forward residual adds the layer input instead of h'
+# names: the feed-forward residual adds the layer input
 def encoder_layer(layer, hidden_states, bias=None):
     context, _ = layer.attention.self_attn(hidden_states, bias)
     out = layer.attention.output
@@ -66,6 +72,7 @@ def encoder_layer(layer, hidden_states, bias=None):
 
 
 # %% wrong count: forgets the biases
+# names: the biases left out
 def count_parameters(config):
     H, I = config.hidden_size, config.intermediate_size
     embeddings = (
@@ -75,12 +82,13 @@ def count_parameters(config):
     return embeddings + config.num_hidden_layers * layer + H * H
 
 
-# %% wrong count: builds the model and counts (the constructors are disabled)
+# %% wrong count: builds the model and counts (forbidden)
 def count_parameters(config):
     return sum(p.numel() for p in BertModel(config).parameters())
 
 
 # %% wrong count: forgets the pooler
+# names: the pooler left out
 def count_parameters(config):
     H, I = config.hidden_size, config.intermediate_size
     embeddings = (
@@ -223,17 +231,20 @@ def mlm_head(head, hidden_states):
 
 
 # %% wrong nsp: mean pooling instead of the [CLS] vector
+# names: the mean of the sequence instead of the [CLS] vector
 def nsp_logits(model, sequence_output):
     pooled = torch.tanh(model.bert.pooler.dense(sequence_output.mean(dim=1)))
     return model.cls.seq_relationship(pooled)
 
 
 # %% wrong nsp: no tanh
+# names: the pooler without its tanh
 def nsp_logits(model, sequence_output):
     return model.cls.seq_relationship(model.bert.pooler.dense(sequence_output[:, 0]))
 
 
 # %% wrong nsp: the last token instead of [CLS]
+# names: the last token instead of [CLS]
 def nsp_logits(model, sequence_output):
     pooled = torch.tanh(model.bert.pooler.dense(sequence_output[:, -1]))
     return model.cls.seq_relationship(pooled)
@@ -247,6 +258,7 @@ def nsp_logits(model, sequence_output):
 
 
 # %% wrong forward: the padding mask ignored
+# names: the padding mask left out
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
 ):
@@ -263,6 +275,7 @@ def pretraining_forward(
 
 
 # %% wrong forward: the mask's polarity inverted (attends to the padding only)
+# names: an inverted padding mask
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
 ):
@@ -280,6 +293,7 @@ def pretraining_forward(
 
 
 # %% wrong forward: the MLM loss averaged over every position (ignored ones as 0)
+# names: the MLM loss averaged over every position
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
 ):
@@ -298,6 +312,7 @@ def pretraining_forward(
 
 
 # %% wrong forward: only the first layer
+# names: only the first encoder layer
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
 ):
@@ -349,3 +364,86 @@ def encoder_layer(layer, hidden_states, bias=None):
     h = out.layer_norm(hidden_states + out.dense(context))
     inner = F.gelu(layer.intermediate.dense(h))
     return layer.output.layer_norm(h + layer.output.dense(inner))
+
+
+# %% wrong count: BERT-base's 512 positions and 2 token types written in (the book's numbers)
+# names: BERT-base's 512 positions and 2 types written in
+def count_parameters(config):
+    H, I = config.hidden_size, config.intermediate_size
+    embeddings = (config.vocab_size + 512 + 2) * H + 2 * H
+    layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H
+    return embeddings + config.num_hidden_layers * layer + H * H + H
+
+
+# %% wrong mlm_head: the tied weight read through .data (no gradient reaches the word embeddings)
+def mlm_head(head, hidden_states):
+    x = head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states)))
+    return x @ head.decoder.weight.data.T + head.bias
+
+
+# %% wrong mlm_head: the decoder product under torch.no_grad() (the tied weight gets no gradient)
+def mlm_head(head, hidden_states):
+    x = head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states)))
+    with torch.no_grad():
+        scores = x @ head.decoder.weight.T
+    return scores + head.bias
+
+
+# %% wrong step: switches the model to eval mode (dropout off for the rest of training)
+def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
+    model.eval()
+    optimizer.zero_grad()
+    loss = model(**batch).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    return loss.item()
+
+
+# %% wrong forward: runs under torch.no_grad() (no graph: the loss cannot be back-propagated)
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
+    with torch.no_grad():
+        h = embed(model.bert.embeddings, input_ids, token_type_ids)
+        bias = extended_attention_mask(attention_mask, h.dtype)
+        for layer in model.bert.encoder.layer:
+            h = encoder_layer(layer, h, bias)
+        prediction_logits = mlm_head(model.cls.predictions, h)
+        seq_logits = nsp_logits(model, h)
+    V = prediction_logits.shape[-1]
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(
+        seq_logits, next_sentence_label
+    )
+    return prediction_logits, seq_logits, loss
+
+
+# %% wrong forward: switches the model to eval mode (the caller's training goes on without dropout)
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
+    model.eval()
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)
+    bias = extended_attention_mask(attention_mask, h.dtype)
+    for layer in model.bert.encoder.layer:
+        h = encoder_layer(layer, h, bias)
+    prediction_logits = mlm_head(model.cls.predictions, h)
+    seq_logits = nsp_logits(model, h)
+    V = prediction_logits.shape[-1]
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(
+        seq_logits, next_sentence_label
+    )
+    return prediction_logits, seq_logits, loss
+
+
+# %% alternative mlm_head: the tied weight through F.linear after the transform module's parts
+def mlm_head(head, hidden_states):
+    t = head.transform
+    x = F.layer_norm(
+        F.gelu(t.dense(hidden_states)),
+        t.layer_norm.normalized_shape,
+        t.layer_norm.weight,
+        t.layer_norm.bias,
+        t.layer_norm.eps,
+    )
+    return F.linear(x, head.decoder.weight) + head.bias

@@ -33,6 +33,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: cross-entropy for one output too (always 0: nothing to learn)
+# names: a cross-entropy for a single output
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
     return logits, F.cross_entropy(logits, labels.long().clamp(0, logits.shape[1] - 1))
@@ -67,6 +68,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: float32 everywhere (.float() on the inputs), whatever the dtype of pooled
+# names: float32 results for float64 inputs
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled.float() @ weight.float().T + bias.float()
     if logits.shape[1] == 1:
@@ -75,6 +77,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: regression labels cast to the class-id dtype (long), so 0.7 becomes 0
+# names: regression labels rounded to integers
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
     if logits.shape[1] == 1:
@@ -111,6 +114,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong step: never zeroes the gradients (stale ones are added)
+# names: stale gradients added
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
     loss = model(**batch).loss
@@ -123,6 +127,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: no gradient clipping
+# names: the update with the unclipped gradient
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
     model.zero_grad()
@@ -135,6 +140,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: returns the loss after the update
+# names: the loss after the update
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
     model.zero_grad()
@@ -148,6 +154,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: clips each parameter's gradient on its own (clip_grad_value_-like), not the global norm
+# names: each parameter's gradient clipped on its own
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
     model.zero_grad()
@@ -162,6 +169,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: never sets training mode (a model that arrives in eval mode keeps dropout off)
+# names: no model.train() first
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.zero_grad()
     loss = model(**batch).loss
@@ -174,6 +182,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: zero_grad after backward (the gradients are gone before the update)
+# names: zero_grad between backward and the update
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
     loss = model(**batch).loss
@@ -187,6 +196,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: clips after the update (the step used the unclipped gradient)
+# names: the update with the unclipped gradient
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
     model.zero_grad()
@@ -250,6 +260,7 @@ def evaluate(model, batches):
 
 
 # %% wrong eval: the mean of the batch means (batches of different sizes)
+# names: the loss as the mean of the batch means
 def evaluate(model, batches):
     was_training = model.training
     model.eval()
@@ -307,6 +318,7 @@ def evaluate(model, batches):
 
 
 # %% wrong eval: the accuracy's mean over batches (batches of different sizes)
+# names: the accuracy as the mean of the batch accuracies
 def evaluate(model, batches):
     was_training = model.training
     model.eval()
@@ -341,3 +353,59 @@ def evaluate(model, batches):
             logits.append(out.logits.clone())
     model.train(was_training)
     return {"logits": torch.cat(logits), "loss": total / count, "accuracy": correct / count}
+
+
+# %% wrong eval: torch.set_grad_enabled(False) left on (training after it would learn nothing)
+def evaluate(model, batches):
+    was_training = model.training
+    model.eval()
+    torch.set_grad_enabled(False)
+    logits, labels = [], []
+    for batch in batches:
+        logits.append(
+            model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
+        )
+        labels.append(batch["labels"])
+    model.train(was_training)
+    logits, labels = torch.cat(logits), torch.cat(labels)
+    return {
+        "logits": logits,
+        "loss": F.cross_entropy(logits, labels).item(),
+        "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+    }
+
+
+# %% wrong eval: no torch.no_grad(), the logits detached at the end (a graph is still recorded)
+def evaluate(model, batches):
+    was_training = model.training
+    model.eval()
+    logits, labels = [], []
+    for batch in batches:
+        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        logits.append(out.logits.detach())
+        labels.append(batch["labels"])
+    model.train(was_training)
+    logits, labels = torch.cat(logits), torch.cat(labels)
+    return {
+        "logits": logits,
+        "loss": F.cross_entropy(logits, labels).item(),
+        "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+    }
+
+
+# %% alternative eval: the no_grad decorator on an inner function, sums over examples
+def evaluate(model, batches):
+    @torch.no_grad()
+    def scores(batch):
+        return model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
+
+    was_training = model.training
+    model.eval()
+    try:
+        logits = torch.cat([scores(batch) for batch in batches])
+    finally:
+        model.train(was_training)
+    labels = torch.cat([batch["labels"] for batch in batches])
+    total = F.cross_entropy(logits, labels, reduction="sum").item()
+    right = int((logits.argmax(-1) == labels).sum())
+    return {"logits": logits, "loss": total / len(labels), "accuracy": right / len(labels)}
