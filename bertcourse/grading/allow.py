@@ -174,6 +174,7 @@ EXTRA: dict[str, tuple[str, ...]] = {
 # forbidden paths under these modules: the part also hands the learner these blocks
 EXTRA_BY_MODULE: dict[str, tuple[str, ...]] = {
     "bertcourse.tokenization": _DATA,
+    "bertcourse.zh": _DATA,
     "tokenizers": _DATA,
     "bertcourse.heads": _MODEL,
     "bertcourse.model": _MODEL,
