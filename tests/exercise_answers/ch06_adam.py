@@ -189,7 +189,7 @@ def bert_adam_step(
     return param - lr * m / (v.sqrt() + eps) - weight_decay * param, m, v
 
 
-# %% wrong bert_adam: eps inside the square root
+# %% wrong bert_adam: eps inside the square root of v (the original form, eps misplaced)
 # names: eps inside the square root
 def bert_adam_step(
     param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
