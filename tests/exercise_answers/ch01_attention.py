@@ -44,7 +44,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong split_heads: one view, no transpose (heads cut across tokens)
-# names: one view(B, A, L, D), no transpose
+# names: a single view or reshape to (B, A, L, D), no transpose
 def split_heads(x, num_heads):
     B, L, H = x.shape
     return x.view(B, num_heads, L, H // num_heads)
@@ -130,7 +130,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong sdpa: computes in float32 for stability and forgets to cast back
-# names: computed in float32 and not cast back
+# names: a float32 result for half-precision inputs
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])
     if bias is not None:

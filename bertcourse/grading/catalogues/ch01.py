@@ -87,7 +87,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
             ),
         ),
         Mistake(
-            "computed in float32 and not cast back to the inputs' dtype",
+            "a float32 result for half-precision inputs (not cast back)",
             "half-precision inputs give half-precision outputs: cast the result back "
             "(.to(q.dtype)), or compute in the inputs' dtype",
             SDPA,
@@ -96,8 +96,9 @@ CATALOGUE: dict[str, list[Mistake]] = {
     ],
     "split_heads": [
         Mistake(
-            "one view(B, A, L, D), no transpose: heads cut across tokens",
-            "view the last dimension as (A, D) first, then move A before L (transpose(1, 2))",
+            "a single view or reshape to (B, A, L, D), no transpose",
+            "it cuts the heads across tokens: view the last dimension as (A, D) first, then "
+            "move A before L (transpose(1, 2))",
             HEADS,
             lambda x, num_heads: x.view(x.shape[0], num_heads, x.shape[1], x.shape[2] // num_heads),
         ),
