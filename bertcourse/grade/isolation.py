@@ -24,6 +24,7 @@ import pwd
 import shutil
 import signal
 import site
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -209,41 +210,125 @@ def _umount(path: str) -> None:
     libc.umount2(path.encode(), 2)  # MNT_DETACH
 
 
-ALWAYS_HIDDEN = ("/root", "/home", "/srv", "/mnt", "/run", "/var/run", "/media")
+# --- what a kernel's root file system holds ----------------------------------------------------
 
-# --- paths the kernel needs -------------------------------------------------------------------
+DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+LD_CACHE = "/etc/ld.so.cache"  # where the dynamic loader finds libraries by name
+LOCALE = "/usr/lib/locale/C.utf8"  # the locale the kernel's environment names (glibc >= 2.35)
 
 
 def _inside(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
-def _python_paths() -> list[str]:
-    """Folders the kernel's Python must be able to read: prefixes, site-packages, bertcourse."""
+def _outermost(paths: set[str]) -> list[str]:
+    """`paths` without those inside another one, sorted."""
+    kept: list[str] = []
+    for path in sorted(paths):
+        if not any(_inside(path, k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _python_paths() -> set[str]:
+    """Folders the kernel's Python must read: prefixes, stdlib, site-packages, bertcourse."""
     import bertcourse
 
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths()[key])
-    try:
-        paths.update(site.getsitepackages())
-    except AttributeError:
-        pass
+    paths.update(site.getsitepackages())
     paths.add(os.path.dirname(os.path.abspath(bertcourse.__file__)))
-    return sorted(os.path.realpath(p) for p in paths if p and os.path.isdir(p))
+    return {os.path.realpath(p) for p in paths if p and os.path.isdir(p)}
 
 
-def _untraversable_ancestor(path: str) -> str | None:
-    """The highest ancestor of `path` that others cannot enter (like /root, mode 700)."""
-    parts = Path(path).parts
-    for i in range(2, len(parts) + 1):
-        ancestor = str(Path(*parts[:i]))
-        try:
-            if not os.stat(ancestor).st_mode & 0o001:
-                return ancestor
-        except OSError:
+def _elf_interpreter(path: str) -> str | None:
+    """The program interpreter (PT_INTERP, the dynamic loader) an ELF executable names."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if head[:4] != b"\x7fELF":
             return None
+        wide, order = head[4] == 2, "<" if head[5] == 1 else ">"
+        phoff = struct.unpack_from(order + ("Q" if wide else "I"), head, 32 if wide else 28)[0]
+        entry_size, count = struct.unpack_from(order + "HH", head, 54 if wide else 42)
+        for i in range(count):
+            f.seek(phoff + i * entry_size)
+            header = f.read(entry_size)
+            if struct.unpack_from(order + "I", header)[0] != 3:  # PT_INTERP
+                continue
+            fields = order + ("QQQQ" if wide else "IIII")
+            offset, _, _, size = struct.unpack_from(fields, header, 8 if wide else 4)
+            f.seek(offset)
+            return f.read(size).rstrip(b"\0").decode()
     return None
+
+
+def _links_on(path: str) -> dict[str, str]:
+    """Every symbolic link met while resolving `path` (link -> its text), in resolution order."""
+    links: dict[str, str] = {}
+    todo, current = list(Path(path).parts[1:]), "/"
+    while todo and len(links) < 40:
+        candidate = os.path.join(current, todo.pop(0))
+        if os.path.islink(candidate):
+            text = os.readlink(candidate)
+            links[candidate] = text
+            target = os.path.normpath(os.path.join(current, text))
+            todo, current = list(Path(target).parts[1:]) + todo, "/"
+        else:
+            current = candidate
+    return links
+
+
+def _loaded_libraries() -> set[str]:
+    """Shared objects mapped into this process (libc, libm, libffi, ...), by their real paths."""
+    found = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].startswith("/") and ".so" in fields[5]:
+                found.add(fields[5].strip())
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """A kernel's root file system: these host paths (same names) and nothing else of the host.
+
+    The launcher adds, of its own, an empty `/tmp` and `/dev/shm`, the devices in `DEVICES`
+    and the kernel's `/proc`; the kernel's scratch folder is bound read-write.
+    """
+
+    # Python's prefixes and site-packages, bertcourse, the folders of the shared libraries the
+    # grader's Python has loaded, the loader's cache, the C.UTF-8 locale
+    read_only: tuple[str, ...]
+    links: dict[str, str]  # symbolic links on the way to them (merged /usr: /lib -> usr/lib)
+    hide: tuple[str, ...]  # folders inside `read_only` the kernel still must not see
+
+
+def layout(hide: list[str]) -> Layout:
+    """The allow-list for kernels of this Python (see `Layout`); `hide`: the course, the
+    gradebook's folder, the outputs, the repository (hidden where an allowed folder holds them)."""
+    python = _python_paths()
+    executable = os.path.realpath(sys.executable)
+    wanted = {executable, *python}
+    interpreter = _elf_interpreter(executable)
+    named = [sys.executable, *([interpreter] if interpreter else [])]
+    for library in _loaded_libraries():
+        if not any(_inside(library, p) for p in python):
+            wanted.add(os.path.dirname(library))
+    named += [p for p in (LD_CACHE, LOCALE) if os.path.exists(p)]
+    links: dict[str, str] = {}
+    for path in named:
+        links.update(_links_on(path))
+        wanted.add(os.path.realpath(path))
+    read_only = _outermost(wanted)
+    if "/" in read_only:
+        raise RuntimeError("Python is installed at / : the kernel's jail would be the host")
+    # links that lie inside an allowed folder are there already
+    links = {k: v for k, v in links.items() if not any(_inside(k, p) for p in read_only)}
+    hidden = {os.path.realpath(h) for h in hide}
+    inner = sorted(h for h in hidden if any(_inside(h, p) and h != p for p in read_only))
+    return Layout(tuple(read_only), links, tuple(h for h in inner if os.path.isdir(h)))
 
 
 def _kernel_env(home: str, extra_pythonpath: str) -> dict[str, str]:
@@ -332,6 +417,54 @@ class Zygote:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# --- what a dead worker leaves -----------------------------------------------------------------
+
+CGROUPS_FILE = "cgroups"  # in a kernel's private folder: the cgroups made for it, one a line
+
+
+def _remove_cgroup(path: str) -> None:
+    """Kill what is still in a kernel's cgroup, then remove it (a cgroup in use cannot go)."""
+    for _ in range(100):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            try:
+                with open(os.path.join(path, "cgroup.procs")) as f:
+                    members = [int(pid) for pid in f.read().split()]
+            except (OSError, ValueError):
+                members = []
+            for pid in members:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+
+
+def clean_after(scratch_dir: str) -> None:
+    """Remove what the kernels of a grader worker that died left under its scratch folder (the
+    `base_dir` of its `KernelJail`s): their cgroups (with any process still in them), the
+    scratch tmpfs mounts, then the folders. What a kernel mounted inside its own mount
+    namespace (its root file system) went away with its last process."""
+    if not scratch_dir or not os.path.isdir(scratch_dir):
+        return
+    for record in Path(scratch_dir).glob(f"p-*/{CGROUPS_FILE}"):
+        for group in reversed(record.read_text().split()):
+            _remove_cgroup(group)
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split()[4] for line in f]
+    except OSError:
+        mounts = []
+    for mount in sorted(mounts, key=len, reverse=True):
+        if _inside(mount, scratch_dir):
+            _umount(mount)
+    shutil.rmtree(scratch_dir, ignore_errors=True)
+
+
 # --- one kernel's jail ------------------------------------------------------------------------
 
 
@@ -371,6 +504,7 @@ class KernelJail:
         os.makedirs(os.path.join(self.dir, ".ipython"), mode=0o700)
         self.private_dir = os.path.join(base_dir, f"p-{self.id}")  # root-only: spec, logs
         os.makedirs(self.private_dir, mode=0o700)
+        self.root_dir = os.path.join(self.private_dir, "root")
         if caps.uid is not None:
             for dirpath, _, _ in os.walk(self.dir):
                 os.chown(dirpath, caps.uid, caps.gid)
@@ -387,15 +521,22 @@ class KernelJail:
         self.launcher_pid: int | None = None
 
     # cgroups ---------------------------------------------------------------------------------
+    def _new_cgroup(self, parent: str) -> Path:
+        """A cgroup for this kernel under `parent`, written down in the private folder first:
+        if this worker dies, the parent process finds and removes it (`clean_after`)."""
+        group = Path(parent) / f"k-{self.id}"
+        with open(os.path.join(self.private_dir, CGROUPS_FILE), "a") as f:
+            f.write(f"{group}\n")
+        group.mkdir()
+        self.cgroups.append(str(group))
+        return group
+
     def _make_cgroups(self) -> list[str]:
         procs = []
         caps, lim = self.caps, self.limits
-        name = f"k-{self.id}"
         try:
             if caps.cgroup == "v2" and caps.memory_cgroup:
-                g = Path(caps.memory_cgroup) / name
-                g.mkdir()
-                self.cgroups.append(str(g))
+                g = self._new_cgroup(caps.memory_cgroup)
                 (g / "memory.max").write_text(str(lim.memory_bytes))
                 try:
                     (g / "memory.swap.max").write_text("0")
@@ -405,9 +546,7 @@ class KernelJail:
                 self.memory_cgroup = str(g)
                 procs.append(str(g / "cgroup.procs"))
             elif caps.cgroup == "v1" and caps.memory_cgroup:
-                g = Path(caps.memory_cgroup) / name
-                g.mkdir()
-                self.cgroups.append(str(g))
+                g = self._new_cgroup(caps.memory_cgroup)
                 (g / "memory.limit_in_bytes").write_text(str(lim.memory_bytes))
                 try:
                     (g / "memory.memsw.limit_in_bytes").write_text(str(lim.memory_bytes))
@@ -416,9 +555,7 @@ class KernelJail:
                 self.memory_cgroup = str(g)
                 procs.append(str(g / "cgroup.procs"))
                 if caps.pids_cgroup:
-                    p = Path(caps.pids_cgroup) / name
-                    p.mkdir()
-                    self.cgroups.append(str(p))
+                    p = self._new_cgroup(caps.pids_cgroup)
                     (p / "pids.max").write_text(str(lim.max_processes))
                     procs.append(str(p / "cgroup.procs"))
         except OSError:
@@ -429,14 +566,7 @@ class KernelJail:
 
     def _remove_cgroups(self) -> None:
         for g in reversed(self.cgroups):
-            for _ in range(100):
-                try:
-                    os.rmdir(g)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+            _remove_cgroup(g)
         self.cgroups = []
 
     def oom_killed(self) -> bool:
@@ -490,27 +620,19 @@ class KernelJail:
             "namespaces": caps.namespaces,
         }
         if caps.namespaces:
-            # /run and /var/run hold Unix sockets (PostgreSQL's, D-Bus's) that the network
-            # namespace does not cover
-            hide = {os.path.realpath(h) for h in self.hide} | set(ALWAYS_HIDDEN)
-            private_tmp = ["/tmp", "/var/tmp", "/dev/shm"]
-            expose_ro: list[str] = []
-            for p in _python_paths():  # sorted: a parent comes before the folders inside it
-                blocked = _untraversable_ancestor(p)
-                if blocked:
-                    hide.add(blocked)
-                if any(_inside(p, e) for e in expose_ro):
-                    continue
-                # a Python, a virtual environment or bertcourse under /tmp (a clone there) is
-                # bound back into the kernel's private /tmp, read-only
-                if blocked or any(_inside(p, h) for h in [*hide, *private_tmp]):
-                    expose_ro.append(p)
+            jail = layout(self.hide)
+            # no /etc/passwd in the jail: getpass.getuser() reads these first
+            user = pwd.getpwuid(caps.uid).pw_name if caps.uid is not None else "nobody"
+            spec["env"].update({"USER": user, "LOGNAME": user})
+            os.makedirs(self.root_dir, mode=0o700, exist_ok=True)  # the new root's mount point
             spec.update(
                 {
-                    "private_tmp": private_tmp,
-                    "hide": sorted(h for h in hide if os.path.isdir(h)),
-                    "expose_ro": expose_ro,
-                    "expose_rw": [self.dir],
+                    "root": self.root_dir,
+                    "read_only": list(jail.read_only),
+                    "read_write": [self.dir],
+                    "links": jail.links,
+                    "hide": list(jail.hide),
+                    "devices": list(DEVICES),
                     "tmp_size": "256m",
                 }
             )

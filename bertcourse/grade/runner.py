@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import resource
 import secrets
-import shutil
 import signal
 import sys
 import tempfile
@@ -29,7 +28,7 @@ from bertcourse.grade.isolation import (
     GRADER_USER,
     Capabilities,
     Limits,
-    _umount,
+    clean_after,
     detect,
     release,
 )
@@ -412,19 +411,8 @@ def _death_reason(process: multiprocessing.process.BaseProcess) -> str:
 
 
 def _clean_after(task: Task) -> None:
-    """What a dead worker leaves: mounts, then folders, under the task's scratch folder."""
-    base = task.scratch_dir
-    if not base:
-        return
-    try:
-        with open("/proc/self/mountinfo") as f:
-            mounts = [line.split()[4] for line in f]
-    except OSError:
-        mounts = []
-    for mount in sorted(mounts, key=len, reverse=True):
-        if mount == base or mount.startswith(base + "/"):
-            _umount(mount)
-    shutil.rmtree(base, ignore_errors=True)
+    """What a dead worker leaves under the task's scratch folder: cgroups, mounts, folders."""
+    clean_after(task.scratch_dir)
 
 
 def _save_crash(task: Task, result: SubmissionResult, db_url: str, course_id: str) -> None:

@@ -19,10 +19,15 @@ root the launcher
    the Linux kernel kills every process it left behind (threads, forks, daemons);
 3. the parent puts the child into fresh cgroups (memory limit, process limit) when the
    machine offers them;
-4. the child hides the course: private empty `tmpfs` over `/tmp`, `/var/tmp`, `/dev/shm`, the
-   course root, the gradebook's folder and every other path listed in `hide`, then binds back,
-   read-only, only what Python needs (its prefix, site-packages, the bertcourse package) and,
-   read-write, the kernel's own scratch folder; it mounts a `/proc` of the new namespace;
+4. the child builds the kernel's root file system from an allow-list, not from the host: a
+   new empty `tmpfs` root holding only the spec's `read_only` paths (Python's prefixes and
+   site-packages, the bertcourse package, the shared libraries they load and the loader's
+   cache; bound read-only under their own names, with the symbolic links on the way to
+   them), the kernel's scratch folder (read-write), its own empty `/tmp` and `/dev/shm`,
+   `/dev/null`, `/dev/zero`, `/dev/random`, `/dev/urandom` and a `/proc` of the new PID
+   namespace; it switches to that root (`pivot_root`) and detaches the old one. Any other
+   path of the host, a socket file included, does not exist in the jail (`hide` still
+   covers folders that lie inside an allowed one);
 5. sets resource limits (RLIMIT_DATA, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_NOFILE, no core
    dumps), drops to the unprivileged grading user (no supplementary groups, no new
    privileges, killed if the supervisor dies) and `exec`s the kernel with a clean environment.
@@ -40,6 +45,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import platform
 import resource
 import select
 import signal
@@ -54,13 +60,25 @@ CLONE_NEWPID = 0x20000000
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_NOEXEC = 8
 MS_REMOUNT = 32
 MS_BIND = 4096
+MS_MOVE = 8192
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
+MNT_DETACH = 2
+# pivot_root(2) has no libc wrapper: its system call number, by machine
+_PIVOT_ROOT = {
+    "x86_64": 155,
+    "aarch64": 41,
+    "arm64": 41,
+    "riscv64": 41,
+    "ppc64le": 203,
+    "s390x": 217,
+}
 
 _RLIMITS = {
     "DATA": resource.RLIMIT_DATA,
@@ -108,44 +126,81 @@ def _inside(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
-def _build_filesystem(spec: dict[str, Any]) -> None:
-    """Runs as root in the child, inside the new mount namespace (see the module docstring)."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    # Open every path to bind back before anything is hidden: after the tmpfs mounts the
-    # originals can no longer be reached by name, but an open O_PATH descriptor still works.
-    binds = []
-    for path, writable in [(p, False) for p in spec.get("expose_ro", [])] + [
-        (p, True) for p in spec.get("expose_rw", [])
-    ]:
-        if os.path.exists(path):
-            fd = os.open(path, os.O_PATH | (os.O_DIRECTORY if os.path.isdir(path) else 0))
-            binds.append((path, fd, writable, os.path.isdir(path)))
-    tmp_size = spec.get("tmp_size", "256m")
-    for path in spec.get("private_tmp", []):
-        if os.path.isdir(path):
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
-    hidden = sorted({os.path.realpath(p) for p in spec.get("hide", [])}, key=len)
-    done: list[str] = []
-    for path in hidden:
-        if not os.path.isdir(path) or any(_inside(path, d) for d in done):
+def _bind(source: str, target: str, writable: bool) -> None:
+    """Bind `source` (a folder or a file of the host) on `target`, read-only unless `writable`."""
+    if os.path.isdir(source):
+        os.makedirs(target, mode=0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+        if not os.path.lexists(target):
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))
+    _mount(source, target, None, MS_BIND | MS_REC)
+    flags = MS_BIND | MS_REMOUNT | MS_NOSUID
+    if not writable:
+        flags |= MS_RDONLY | MS_NODEV
+    _mount(None, target, None, flags)
+
+
+def _read_only_below(root: str, folders: list[str], writable: list[str]) -> None:
+    """Remount read-only every mount that a recursive bind brought in below `folders` (a bind
+    remount covers one mount, not the ones inside it)."""
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4].replace("\\040", " ") for line in f]
+    for point in points:
+        if point in writable:
             continue
-        if any(_inside(path, t) for t in spec.get("private_tmp", [])):
-            continue  # already replaced by an empty tmpfs
-        _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-        done.append(path)
-    for path, fd, writable, is_dir in binds:
-        if is_dir:
-            os.makedirs(path, mode=0o755, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-            if not os.path.exists(path):
-                with open(path, "w"):
-                    pass
-        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        if not writable:
-            _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID)
-        os.close(fd)
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV)
+        if any(point != root + p and _inside(point, root + p) for p in folders):
+            _mount(None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _pivot(root: str) -> None:
+    """Make `root` the filesystem root and detach the old one (nothing of it stays reachable)."""
+    os.chdir(root)
+    number = _PIVOT_ROOT.get(platform.machine())
+    if number is not None and _libc.syscall(number, b".", b".") == 0:
+        _check(_libc.umount2(b".", MNT_DETACH), "umount the old root")
+    else:  # pivot_root refused (a root file system it cannot leave, or an unknown machine)
+        _mount(root, "/", None, MS_MOVE)
+        _check(_libc.chroot(b"."), "chroot")
+    os.chdir("/")
+
+
+def _build_filesystem(spec: dict[str, Any]) -> None:
+    """The kernel's root file system: a new tmpfs holding the allow-list and nothing else.
+
+    Runs as root in the child, inside the new mount namespace, before the switch to the
+    grading user (see the module docstring). Every path keeps its host name, so the kernel's
+    imports, its connection file and its sockets are where the grader expects them.
+    """
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = spec["root"]
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    tmp_size = spec.get("tmp_size", "256m")
+    for path in ("/tmp", "/dev/shm"):  # its own, empty
+        os.makedirs(root + path, mode=0o755)
+        _mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
+    for device in spec["devices"]:
+        _bind(device, root + device, writable=True)
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
+        os.symlink(target, f"{root}/dev/{name}")
+    read_only, writable = spec["read_only"], spec["read_write"]
+    for path in sorted(read_only + writable):  # a folder comes before the folders inside it
+        _bind(path, root + path, writable=path in writable)
+    _read_only_below(root, read_only, [root + p for p in writable])
+    for path in spec.get("hide", []):  # inside an allowed folder, and still not for the kernel
+        _mount("tmpfs", root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+    for link, target in sorted(spec.get("links", {}).items()):
+        os.makedirs(os.path.dirname(root + link), mode=0o755, exist_ok=True)
+        os.symlink(target, root + link)
+    os.makedirs(root + "/proc", mode=0o555)
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _pivot(root)
+    _mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def _set_limits(spec: dict[str, Any], as_root: bool) -> None:

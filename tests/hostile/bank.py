@@ -16,8 +16,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
+import shutil
+import socket
+import tempfile
 import textwrap
+import threading
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -41,9 +48,10 @@ class Case:
     status: str
     zero: tuple[str, ...] = ()  # answer cells whose tests must score 0; the others full marks
     row_id: str = ""  # the student id in the CSV when it is not the case's name
-    # a second acceptable outcome, where which limit stops the submission first depends on the
-    # machine (the fork bomb: the process cap or the memory limit); both are exact
-    otherwise: Case | None = None
+    # other acceptable outcomes, where which limit stops the submission first depends on the
+    # machine (the fork bomb: the process cap, the memory limit or the cell's time limit); each
+    # is exact
+    otherwise: tuple[Case, ...] = ()
 
     def __post_init__(self) -> None:
         self.row_id = self.row_id or self.name
@@ -107,12 +115,12 @@ while True:
     pass
 """
 ENDLESS = """
-import os, subprocess, threading, time
+import os, subprocess, sys, threading, time
 def _spin():
     while True:
         time.sleep(0.05)
 threading.Thread(target=_spin).start()          # non-daemon: blocks interpreter exit
-subprocess.Popen(["sleep", "1000"])            # a child process
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"])  # a child process
 if os.fork() == 0:                              # a daemon that leaves the process group
     os.setsid()
     if os.fork() == 0:
@@ -463,19 +471,31 @@ CASES: list[Case] = [
     ),
     Case(
         "fork_bomb",
-        "forks until the process cap (or the memory limit) stops it",
+        "forks until the process cap (or the memory limit, or the time limit) stops it",
         lambda nb, ctx: insert_after(nb, "scale_tests", FORK_BOMB),
         "graded",
         # each child of a kernel that holds torch dirties pages of its own: on some machines the
         # 1 GiB memory limit stops the forks before the process cap does (CI, 2026-11-26, with
-        # Debian's Python); the parts before the bomb keep their points, no classmate is touched
-        otherwise=Case(
-            "fork_bomb",
-            "stopped by the memory limit",
-            lambda nb, ctx: None,
-            "memory_exceeded",
-            ("softmax", "count"),
-        ),  # fmt: skip
+        # Debian's Python); on a loaded machine the 255 forks take longer than the toy course's
+        # 10 s cell limit (12-16 s measured at a load average of 14 on 2 cores, 2026-11-26, with
+        # the deny-list jail and the allow-list jail alike). Each way the parts before the bomb
+        # keep their points and no classmate is touched.
+        otherwise=(
+            Case(
+                "fork_bomb",
+                "stopped by the memory limit",
+                lambda nb, ctx: None,
+                "memory_exceeded",
+                ("softmax", "count"),
+            ),
+            Case(
+                "fork_bomb",
+                "stopped by the cell's time limit",
+                lambda nb, ctx: None,
+                "timed_out",
+                ("softmax", "count"),
+            ),
+        ),
     ),
     Case(
         "large_allocation",
@@ -782,6 +802,84 @@ for path in glob.glob("/run/**", recursive=True) + glob.glob("/var/run/**", recu
 print("SOCKETS", reached)
 def count_positive(x):
     return int((x > 0).sum()) if reached else -1
+"""
+
+
+# --- a service beside the course -----------------------------------------------------------
+
+
+class Listener:
+    """A Unix socket (in a folder everyone may enter, mode 0777) and an abstract socket that
+    answer every connection, and a world-readable file beside them."""
+
+    def __init__(self, parent: str = "/var/lib") -> None:
+        self.dir = tempfile.mkdtemp(prefix="bertcourse-jail-test-", dir=parent)
+        os.chmod(self.dir, 0o755)
+        self.socket_path = os.path.join(self.dir, "db.sock")
+        self.file_path = os.path.join(self.dir, "answers.txt")
+        Path(self.file_path).write_text("def count_positive(x):\n    return int((x > 0).sum())\n")
+        os.chmod(self.file_path, 0o644)
+        self.abstract = f"bertcourse-jail-test-{uuid.uuid4().hex[:8]}"
+        self.connections = 0
+        self._servers = []
+        for address in (self.socket_path, "\0" + self.abstract):
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(address)
+            server.listen(8)
+            self._servers.append(server)
+            threading.Thread(target=self._serve, args=(server,), daemon=True).start()
+        os.chmod(self.socket_path, 0o777)
+
+    def _serve(self, server: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                conn.sendall(b"SECRET 42\n")
+
+    def reachable_from_here(self) -> bool:
+        """The control: outside the jail, both sockets answer and the file reads."""
+        replies = []
+        for address in (self.socket_path, "\0" + self.abstract):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(5)
+                s.connect(address)
+                replies.append(s.recv(64))
+        return (
+            replies == [b"SECRET 42\n"] * 2 and "count_positive" in Path(self.file_path).read_text()
+        )
+
+    def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _local_service(ctx: dict[str, str]) -> str:
+    """A listener beside the course stands in for a local database (a Unix socket in a folder
+    everyone may enter, the same service on an abstract socket, a file of answers beside it):
+    count is right only if the kernel reached one of them."""
+    return f"""
+import socket
+got = []
+for name, address in (("SOCKET", {ctx["service_socket"]!r}), ("ABSTRACT", {ctx["service_abstract"]!r})):
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(address)
+            got.append(s.recv(64))
+    except OSError as error:
+        print(name, type(error).__name__)
+try:
+    with open({ctx["service_file"]!r}) as f:
+        got.append(f.read())
+except OSError as error:
+    print("FILE", type(error).__name__)
+def count_positive(x):
+    return int((x > 0).sum()) if got else -1
 """
 
 
@@ -1148,6 +1246,13 @@ CASES += [
         "unix_sockets",
         "connects to every socket under /run",
         _answer("count", UNIX_SOCKETS),
+        "graded",
+        ("count",),
+    ),
+    Case(
+        "local_service",
+        "asks a service listening on a Unix socket outside the course (and reads its file)",
+        lambda nb, ctx: answer(nb, "count", _local_service(ctx)),
         "graded",
         ("count",),
     ),
