@@ -22,7 +22,7 @@ torch.set_num_threads(1)
 
 # every test of these files is slow: the hostile submission bank (one grading run of dozens of
 # submissions), PostgreSQL, two-process DDP, the formgrader in JupyterLab and Chromium, the
-# grader's worker pool under attack, the class report, the Chinese site
+# grader's worker pool under attack, the class report, the Chinese site, the Validate dialog
 SLOW_FILES = frozenset(
     {
         "test_grade_hostile.py",
@@ -32,6 +32,7 @@ SLOW_FILES = frozenset(
         "test_grade_pool.py",  # real workers killed, a reply bomb and a full disk
         "test_class_report.py",  # runs the wrong-answer bank for real feedback messages
         "test_zh_site.py",  # the Chinese edition built and opened in Chromium
+        "test_validate_dialog.py",  # JupyterLab and Chromium; Validate runs a notebook (~90 s)
     }
 )
 # (file, test function or one parametrized case): the book built from clean beside two
