@@ -140,3 +140,29 @@ def key_padding_mask(attention_mask):
 # %% alternative kpm: the logical not of the boolean mask
 def key_padding_mask(attention_mask):
     return torch.logical_not(attention_mask.to(torch.bool))
+
+
+# %% wrong padding_mask: an int32 mask (.int())
+# names: an int32 mask (.int()) instead of torch.long
+def padding_mask(input_ids, pad_token_id=0):
+    return (input_ids != pad_token_id).int()
+
+
+# %% wrong extended_mask: float32's minimum whatever the dtype asked
+# names: float32's minimum whatever the dtype
+def extended_attention_mask(attention_mask, dtype=torch.float32):
+    mask = attention_mask[:, None, None, :].to(dtype)
+    return (1.0 - mask) * torch.finfo(torch.float32).min
+
+
+# %% wrong masked_softmax: the softmax over the queries (dim=-2)
+# names: the softmax over the queries (dim=-2)
+def masked_softmax(scores, attention_mask):
+    bias = extended_attention_mask(attention_mask, scores.dtype)
+    return torch.softmax(scores + bias, dim=-2)
+
+
+# %% wrong sdpa_mask: a (B, L) boolean mask, not (B, 1, 1, L)
+# names: shaped (B, L), not (B, 1, 1, L)
+def to_sdpa_bool_mask(attention_mask):
+    return attention_mask.bool()

@@ -18,6 +18,10 @@ BIAS = "chapter 2, 'From padding to an additive bias'"
 FULLY_MASKED = "chapter 2, 'A fully masked row'"
 
 
+def _bias(attention_mask: Tensor, dtype: torch.dtype) -> Tensor:
+    return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
 def _nan_rows(scores: Tensor, attention_mask: Tensor) -> Tensor:
     """-inf at the padded keys (or a renormalised softmax): a fully masked row is 0/0 = NaN."""
     keep = attention_mask[:, None, None, :].bool()
@@ -40,6 +44,12 @@ CATALOGUE: dict[str, list[Mistake]] = {
             BIAS,
             lambda ids, pad_token_id=0: ids != pad_token_id,
         ),
+        Mistake(
+            "an int32 mask (.int()) instead of torch.long",
+            "transformers' attention_mask is torch.long (int64): convert with .long()",
+            BIAS,
+            lambda ids, pad_token_id=0: (ids != pad_token_id).int(),
+        ),
     ],
     "extended_mask": [
         *mistakes.CATALOGUE["extended_mask"],
@@ -49,6 +59,15 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "chapter 2, 'Keys are masked, queries are not'",
             lambda mask, dtype=torch.float32: (
                 (1.0 - mask[:, None, :, None].to(dtype)) * torch.finfo(dtype).min
+            ),
+        ),
+        Mistake(
+            "float32's minimum whatever the dtype",
+            "the constant is torch.finfo(dtype).min of the dtype asked: float32's overflows to "
+            "-inf in float16 and bfloat16, and is not float64's",
+            mistakes.MASKS,
+            lambda mask, dtype=torch.float32: (
+                (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(torch.float32).min
             ),
         ),
     ],
@@ -68,6 +87,14 @@ CATALOGUE: dict[str, list[Mistake]] = {
                 scores * attention_mask[:, None, None, :], dim=-1
             ),
         ),
+        Mistake(
+            "the softmax over the queries (dim=-2)",
+            "each query's weights sum to 1 over the keys, the last dimension",
+            mistakes.SDPA_DIM,
+            lambda scores, attention_mask: torch.softmax(
+                scores + _bias(attention_mask, scores.dtype), dim=-2
+            ),
+        ),
     ],
     "sdpa_mask": [
         *mistakes.CATALOGUE["sdpa_mask"],
@@ -77,6 +104,13 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "masked); True/False selects: use .bool()",
             POLARITY,
             lambda mask: mask[:, None, None, :].float(),
+        ),
+        Mistake(
+            "shaped (B, L), not (B, 1, 1, L)",
+            "the fused attention broadcasts the mask against the (B, A, L, L) scores: the key "
+            "dimension last, 1 for the heads and the queries",
+            POLARITY,
+            lambda mask: mask.bool(),
         ),
     ],
     "key_padding_mask": [
@@ -109,7 +143,10 @@ def _masked_softmax_probes() -> list[tuple[tuple, dict]]:
 
 PROBES = {
     "padding_mask": mistakes.PROBES["padding_mask"],
-    "extended_mask": mistakes.PROBES["extended_mask"],
+    "extended_mask": lambda: [
+        *mistakes.PROBES["extended_mask"](),
+        ((torch.tensor([[1, 0]]), torch.float64), {}),
+    ],
     "masked_softmax": _masked_softmax_probes,
     "sdpa_mask": mistakes.PROBES["sdpa_mask"],
     "key_padding_mask": lambda: [((torch.tensor([[1, 1, 0], [1, 0, 0]]),), {})],
