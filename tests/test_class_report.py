@@ -10,8 +10,6 @@ must give back exactly the counts the mixing made.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import shutil
@@ -23,7 +21,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import torch
 
 from bertcourse.grade import classreport, gradebook
 from bertcourse.grade.referee import _hidden_message
@@ -47,42 +44,21 @@ def bank_messages(assignment: str) -> dict[str, list[tuple[str, str, str]]]:
     source = nbformat.read(te.builder.notebook_path(assignment), as_version=4)
     correct = te.solution_answers(source)
     found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    known = [(label, name) for a, label, name in te.KNOWN_MISTAKES if a == assignment]
     for answer in te.load_answers(assignment):
         if answer.kind != "wrong":
             continue
         error = _failure(source, {**correct, answer.grade_id: answer.source}, answer.grade_id)
         if error is None:
             continue
-        name = answer.names or next((n for lb, n in known if lb in answer.label), "")
-        found[answer.grade_id].append((answer.label, error, name))
+        found[answer.grade_id].append((answer.label, error, te.expected_name(assignment, answer)))
     return found
 
 
 def _failure(source, answers, grade_id) -> str | None:
-    namespace: dict = {"__name__": "__main__"}
-    with torch.random.fork_rng(devices=[]):
-        for cell in source.cells:
-            if cell.cell_type != "code":
-                continue
-            meta = cell.metadata.get("nbgrader", {})
-            code = (
-                answers.get(meta.get("grade_id"), cell.source)
-                if meta.get("solution")
-                else cell.source
-            )
-            try:
-                with (
-                    contextlib.redirect_stdout(io.StringIO()),
-                    contextlib.redirect_stderr(io.StringIO()),
-                ):
-                    exec(compile(code, "<cell>", "exec"), namespace)
-            except Exception as error:  # noqa: BLE001 - the failure is what we want
-                if meta.get("grade_id") == f"{grade_id}_tests":
-                    if isinstance(error, GradingError):
-                        return str(error)
-                    return f"{type(error).__name__}: {error}"
-    return None
+    """The failure of `grade_id`'s test cell as the learner reads it (None if it passed)."""
+    error = te.run_in_process(source, answers)[f"{grade_id}_tests"]
+    prefix = f"{GradingError.__name__}: "
+    return error.removeprefix(prefix) if error else None
 
 
 @pytest.fixture(scope="module")
@@ -295,8 +271,9 @@ def _screenshot(page: Path, png: Path) -> None:
     assert png.stat().st_size > 10_000
 
 
-def test_report_for_100_students_by_9_assignments_takes_seconds(tmp_path):
-    """100 students x 9 assignments (synthetic messages: the named ones are real headlines)."""
+def test_report_for_100_students_by_every_assignment(tmp_path):
+    """100 students x every assignment (synthetic messages: the named ones are real headlines).
+    The time is printed, for the README's figure, and not asserted: a busy machine is no bug."""
     from bertcourse.grading.mistakes import CATALOGUE
 
     headlines = [m.headline for c in CATALOGUE.values() for m in c]
@@ -321,5 +298,5 @@ def test_report_for_100_students_by_9_assignments_takes_seconds(tmp_path):
         f"\nclass report, 100 students x {len(te.ASSIGNMENTS)} assignments: {seconds:.1f} s "
         f"({built:.1f} s reading the gradebook and building, the rest writing and plotting)"
     )
-    assert len(report.assignments) == 9 and all(a.students == 100 for a in report.assignments)
-    assert seconds < 60
+    assert [a.name for a in report.assignments] == te.ASSIGNMENTS
+    assert all(a.students == 100 for a in report.assignments)
