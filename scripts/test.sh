@@ -26,7 +26,7 @@ echo "== pytest"
 if [ "$#" -gt 0 ]; then
   "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --durations=15 "$@"
 else
-  "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --durations=15 --deselect "$busy_build"
+  "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --durations=40 --deselect "$busy_build"
   echo "== pytest: the book built beside two CPU-bound processes"
   "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider --durations=5 "$busy_build"
 fi

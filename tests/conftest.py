@@ -56,6 +56,9 @@ def pytest_collection_modifyitems(config, items):
         function = getattr(item, "originalname", item.name)
         if name in SLOW_FILES or {(name, function), (name, item.name)} & SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+    # The slow tests first (stable: each file's order kept): pytest-xdist then hands the short
+    # ones out last, so neither worker sits idle while the other ends on a long test.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
