@@ -432,6 +432,50 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     return sorted(chosen)
 
 
+# %% wrong whole_words: round(n * p) without max(1, ...): a short sequence gets no prediction
+# names: no minimum of one prediction
+def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
+    words = []
+    previous = None
+    for position, word in enumerate(word_ids):
+        if word is not None and word == previous:
+            words[-1].append(position)
+        elif word is not None:
+            words.append([position])
+        previous = word
+    rng.shuffle(words)
+    budget = min(max_predictions, round(len(word_ids) * masked_lm_prob))
+    chosen = []
+    for word in words:
+        if len(chosen) >= budget:
+            break
+        if len(chosen) + len(word) <= budget:
+            chosen += word
+    return sorted(chosen)
+
+
+# %% wrong whole_words: max_predictions never used (a long sequence gets more than 20)
+# names: max_predictions ignored
+def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
+    words = []
+    previous = None
+    for position, word in enumerate(word_ids):
+        if word is not None and word == previous:
+            words[-1].append(position)
+        elif word is not None:
+            words.append([position])
+        previous = word
+    rng.shuffle(words)
+    budget = max(1, round(len(word_ids) * masked_lm_prob))
+    chosen = []
+    for word in words:
+        if len(chosen) >= budget:
+            break
+        if len(chosen) + len(word) <= budget:
+            chosen += word
+    return sorted(chosen)
+
+
 # %% wrong whole_words: bertcourse.mlm's create_masked_lm_predictions does it (forbidden)
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     from bertcourse.mlm import create_masked_lm_predictions
