@@ -43,6 +43,12 @@ def make_batch(batch_size, length, seed, padded_rows=0):
     return ids
 
 
+def known(name, part="replace"):
+    """The feedback of a known mistake, which the tests recognise by a property of the output
+    (bertcourse.grading.catalogues.ch03)."""
+    return message(next(m for m in resolve(f"ch03:{part}") if m.name.startswith(name)))
+
+
 # %% [markdown] id=choose_text
 # ## Part 1: choose the positions to predict (2 points)
 #
@@ -71,31 +77,33 @@ ids = make_batch(64, 128, seed=0, padded_rows=16)
 is_special = torch.isin(ids, torch.tensor(SPECIAL_IDS))
 chosen = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(0), forbid="mlm")
 grading.check_tensor(chosen, shape=ids.shape, dtype=torch.bool, what="choose_positions(...)")
-grading.check_true(not chosen[is_special].any(), "a special token ([CLS], [SEP], [PAD]) was chosen")
+grading.check_true(not chosen[is_special].any(), known("special tokens chosen", "choose"))
 grading.check_proportion(chosen[~is_special].sum(), (~is_special).sum(), 0.15, "share of the ordinary tokens chosen")
 again = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(0), forbid="mlm")
-grading.check_true(torch.equal(chosen, again), "the same generator seed gave another choice", hint="draw with generator=generator")
+grading.check_true(torch.equal(chosen, again), known("random numbers not drawn from the generator"))
 print("OK choose_positions")
 ### BEGIN HIDDEN TESTS
+# purity first, on a fresh batch (an answer that writes into input_ids would corrupt the batches
+# below), and the generator is used: another seed gives another choice
+ids = make_batch(64, 128, seed=5, padded_rows=8)
+before = ids.clone()
+first = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(3), forbid="mlm")
+grading.check_true(torch.equal(ids, before), known("the caller's input_ids modified"))
+other = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(4), forbid="mlm")
+grading.check_true(not torch.equal(first, other), known("the same draws whatever the generator's seed", "choose"))
 ids = make_batch(64, 128, seed=1)  # every row has the same number n of ordinary tokens
 is_special = torch.isin(ids, torch.tensor(SPECIAL_IDS))
 chosen = grading.run(choose_positions, ids, SPECIAL_IDS, 0.3, generator=torch.Generator().manual_seed(1), forbid="mlm")
+ordinary = int((~is_special).sum())
+grading.check_true(abs(int(chosen[~is_special].sum()) / ordinary - 0.15) > 5 * (0.15 * 0.85 / ordinary) ** 0.5, known("0.15 hard-coded", "choose"))
 grading.check_proportion(chosen[~is_special].sum(), (~is_special).sum(), 0.3, "share chosen with mlm_probability=0.3")
 # independent draws: the count per row varies with variance n p (1 - p); a fixed count per row has none.
 # The sample variance of 64 rows has a relative standard error of sqrt(2 / 63) = 0.18: 0.3 is 4 of them below 1.
 n = int((~is_special[0]).sum())
 variance = chosen.sum(dim=1).double().var().item()
-grading.check_true(variance > 0.3 * n * 0.3 * 0.7, f"the number chosen per row hardly varies (variance {variance:.2f}, expected about {n * 0.21:.1f}): are the tokens chosen independently?")
+grading.check_true(variance > 0.3 * n * 0.3 * 0.7, known("a fixed number chosen per row", "choose") + f"\n  The count per row has variance {variance:.2f}; independent draws give about {n * 0.21:.1f}.")
 chosen = grading.run(choose_positions, ids, {CLS_ID, SEP_ID}, 1.0, generator=torch.Generator().manual_seed(2), forbid="mlm")
 grading.check_value(chosen, ~torch.isin(ids, torch.tensor([CLS_ID, SEP_ID])), "choice with mlm_probability=1 and special ids {[CLS], [SEP]} (a set)")
-# purity (a fresh batch: the calls above may have changed ids already), and the generator is
-# used: another seed gives another choice
-ids = make_batch(64, 128, seed=5, padded_rows=8)
-before = ids.clone()
-first = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(3), forbid="mlm")
-grading.check_true(torch.equal(ids, before), "choose_positions modified input_ids in place")
-other = grading.run(choose_positions, ids, SPECIAL_IDS, 0.15, generator=torch.Generator().manual_seed(4), forbid="mlm")
-grading.check_true(not torch.equal(first, other), "two generator seeds gave the same choice", hint="draw with generator=generator")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=replace_text
@@ -150,11 +158,6 @@ def few_chosen(ids, seed):
     keys = torch.rand(ids.shape, generator=torch.Generator().manual_seed(seed)).masked_fill(~ordinary, 2.0)
     ranks = keys.argsort(dim=1).argsort(dim=1)  # the ordinary tokens first, in random order
     return ranks < torch.arange(ids.shape[0])[:, None] % 7 + 1
-
-
-def known(name):
-    """The feedback of a known mistake of this part (bertcourse.grading.catalogues.ch03)."""
-    return message(next(m for m in resolve("ch03:replace") if m.name.startswith(name)))
 
 
 def name_known_mistakes(chosen, shows_mask, shows_other, p_mask, p_random):

@@ -6,11 +6,13 @@
 
 
 # %% wrong choose: special tokens can be chosen
+# names: special tokens chosen too
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     return torch.rand(input_ids.shape, generator=generator) < mlm_probability
 
 
 # %% wrong choose: a fixed count round(0.15 n) per row (the original's rule, not independent draws)
+# names: a fixed number chosen per row
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
     chosen = torch.zeros_like(special)
@@ -23,18 +25,21 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong choose: ignores the generator (PyTorch's global random numbers: not reproducible)
+# names: random numbers not drawn from the generator argument
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
     return (torch.rand(input_ids.shape) < mlm_probability) & ~special
 
 
 # %% wrong choose: 0.15 hard-coded
+# names: 0.15 hard-coded instead of mlm_probability
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
     return (torch.rand(input_ids.shape, generator=generator) < 0.15) & ~special
 
 
 # %% wrong choose: marks the chosen positions in input_ids (the caller's batch is corrupted)
+# names: the caller's input_ids modified in place
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
     draw = torch.rand(input_ids.shape, generator=generator) < mlm_probability
@@ -43,6 +48,7 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong choose: excludes the special tokens by overwriting them in input_ids (idempotent, so only a fresh batch shows it)
+# names: the caller's input_ids modified in place
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
     input_ids[special] = -1
@@ -50,6 +56,7 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong choose: a generator of its own with a fixed seed (every seed gives the same choice)
+# names: the same draws whatever the generator's seed
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     generator = torch.Generator().manual_seed(0)
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))

@@ -5,8 +5,10 @@ output (every row with the same number of chosen tokens gets the same counts; 2%
 instead of 10%; every chosen position [MASK]; labels everywhere; the caller's ids changed; the
 same seed giving other ids; a division by zero at mask_replace_prob = 1) and uses the entries
 for the message; `compute` gives each mistake itself, drawn with the generator it is given.
-`num_predictions` (the original's count) and `words` (whole-word groups) are deterministic and
-have probes.
+`choose` is recognised the same way (a special token chosen, the same count in every row, 15%
+chosen where 0.3 was asked, the same choice for two seeds; the generator and in-place entries
+of `replace` serve both parts), but its entries are deterministic given the generator, so they
+have probes; so have `num_predictions` (the original's count) and `words` (whole-word groups).
 """
 
 from __future__ import annotations
@@ -22,6 +24,42 @@ MISTAKES = "chapter 3, 'Common mistakes'"
 SPLIT = "chapter 3, 'The `int(n * 0.8)` bias'"
 RULES = "chapter 3, 'The two rules'"
 WORDS = "chapter 3, 'Whole-word masking'"
+
+
+def _choose(
+    input_ids: Tensor,
+    special_token_ids,
+    mlm_probability: float = 0.15,
+    generator: torch.Generator | None = None,
+    *,
+    specials: bool = False,
+    probability: float | None = None,
+    own_seed: int | None = None,
+) -> Tensor:
+    """Independent draws, or one of the mistakes named by the keywords."""
+    if own_seed is not None:
+        generator = torch.Generator().manual_seed(own_seed)
+    p = mlm_probability if probability is None else probability
+    chosen = torch.rand(input_ids.shape, generator=generator) < p
+    if specials:
+        return chosen
+    return chosen & ~torch.isin(input_ids, torch.tensor(list(special_token_ids)))
+
+
+def _fixed_count(
+    input_ids: Tensor,
+    special_token_ids,
+    mlm_probability: float = 0.15,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """The original's rule in place of independent draws: round(p x n) per row, at random."""
+    special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
+    chosen = torch.zeros_like(special)
+    for b in range(input_ids.shape[0]):
+        candidates = (~special[b]).nonzero().flatten()
+        k = round(len(candidates) * mlm_probability)
+        chosen[b, candidates[torch.randperm(len(candidates), generator=generator)[:k]]] = True
+    return chosen
 
 
 def _labels(input_ids: Tensor, chosen: Tensor) -> Tensor:
@@ -135,6 +173,34 @@ def _groups(
 
 
 CATALOGUE: dict[str, list[Mistake]] = {
+    "choose": [
+        Mistake(
+            "special tokens chosen too",
+            "[CLS], [SEP] and [PAD] are never predicted: leave the special_token_ids out",
+            RULES,
+            lambda *a, **k: _choose(*a, **k, specials=True),
+        ),
+        Mistake(
+            "a fixed number chosen per row, not independent draws",
+            "transformers chooses each token on its own with probability p, so the count "
+            "per row is binomial; a fixed round(p x n) is the original's rule",
+            RULES,
+            _fixed_count,
+        ),
+        Mistake(
+            "0.15 hard-coded instead of mlm_probability",
+            "draw with the mlm_probability argument: 0.15 is only its default",
+            RULES,
+            lambda *a, **k: _choose(*a, **k, probability=0.15),
+        ),
+        Mistake(
+            "the same draws whatever the generator's seed",
+            "draw from the generator given (generator=generator), not from one seeded inside "
+            "the function",
+            RULES,
+            lambda *a, **k: _choose(*a, **k, own_seed=0),
+        ),
+    ],
     "replace": [
         Mistake(
             "a per-row split by counts (int(n * 0.8), int(n * 0.1))",
@@ -234,7 +300,17 @@ CATALOGUE: dict[str, list[Mistake]] = {
 
 _TOKENS = ["[CLS]", "the", "em", "##bed", "##ding", "is", "learn", "##ed", "[SEP]", "b", "[SEP]"]
 
+
+def _choose_probes() -> list[tuple[tuple, dict]]:
+    ids = torch.tensor([[101, 5, 6, 7, 8, 9, 10, 11, 102, 12, 13, 14, 15, 16, 17, 102, 0, 0]] * 4)
+    return [
+        ((ids, (0, 101, 102), p), {"generator": torch.Generator().manual_seed(seed)})
+        for p, seed in ((0.5, 301), (0.3, 302))
+    ]
+
+
 PROBES = {
+    "choose": _choose_probes,
     "num_predictions": lambda: [
         *mistakes.PROBES["num_predictions"](),
         ((1,), {}),
