@@ -282,6 +282,8 @@ WORKER = """
 import os, subprocess, sys, time
 from bertcourse.grade import isolation
 caps = isolation.Capabilities.from_json(sys.argv[1])
+zygote = isolation.Zygote([])
+print("ZYGOTE", zygote.dir, flush=True)
 jail = isolation.KernelJail(caps, isolation.Limits(memory_bytes=1 << 30), sys.argv[2], [], 1)
 kernel = subprocess.Popen(jail.command([sys.executable, "-c",
     "import os, time; print('KERNEL', os.getpid(), flush=True); time.sleep(600)"]),
@@ -301,7 +303,8 @@ def _mounts_under(path: str) -> list[str]:
 @needs_root
 def test_the_parent_cleans_up_after_a_killed_worker() -> None:
     """A worker killed while its kernel runs leaves a scratch tmpfs, cgroups and folders;
-    `isolation.clean_after` (what the pool's parent runs) removes them all."""
+    `isolation.clean_after` (what the pool's parent runs) removes them all. The worker's
+    zygote, told of its death, removes its own folder."""
     caps = isolation.detect()
     scratch = tempfile.mkdtemp(prefix="bcg-")
     os.chmod(scratch, 0o711)
@@ -311,7 +314,10 @@ def test_the_parent_cleans_up_after_a_killed_worker() -> None:
         text=True,
     )
     try:
-        assert worker.stdout is not None and worker.stdout.readline().strip() == "READY"
+        assert worker.stdout is not None
+        zygote_dir = worker.stdout.readline().split()[1]
+        assert os.path.isdir(zygote_dir)
+        assert worker.stdout.readline().strip() == "READY"
         records = list(Path(scratch).glob(f"p-*/{isolation.CGROUPS_FILE}"))
         groups = [g for r in records for g in r.read_text().split()]
         assert (len(groups) > 0) == (caps.cgroup is not None)
@@ -324,6 +330,7 @@ def test_the_parent_cleans_up_after_a_killed_worker() -> None:
         assert [g for g in groups if os.path.exists(g)] == []
         assert _mounts_under(scratch) == []
         assert not os.path.exists(scratch)
+        assert not os.path.exists(zygote_dir)  # the zygote removed its socket's folder itself
     finally:
         if worker.poll() is None:
             worker.kill()

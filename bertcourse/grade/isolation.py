@@ -21,6 +21,7 @@ import dataclasses
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import site
@@ -215,6 +216,7 @@ def _umount(path: str) -> None:
 DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
 LD_CACHE = "/etc/ld.so.cache"  # where the dynamic loader finds libraries by name
 LOCALE = "/usr/lib/locale/C.utf8"  # the locale the kernel's environment names (glibc >= 2.35)
+_SHARED_OBJECT = re.compile(r"^/.*\.so(\.[0-9]+)*$")
 
 
 def _inside(path: str, parent: str) -> bool:
@@ -285,8 +287,9 @@ def _loaded_libraries() -> set[str]:
     with open("/proc/self/maps") as f:
         for line in f:
             fields = line.split(maxsplit=5)
-            if len(fields) == 6 and fields[5].startswith("/") and ".so" in fields[5]:
-                found.add(fields[5].strip())
+            path = fields[5].strip() if len(fields) == 6 else ""
+            if _SHARED_OBJECT.search(path) and os.path.isfile(path):
+                found.add(path)
     return found
 
 
@@ -309,12 +312,12 @@ def layout(hide: list[str]) -> Layout:
     """The allow-list for kernels of this Python (see `Layout`); `hide`: the course, the
     gradebook's folder, the outputs, the repository (hidden where an allowed folder holds them)."""
     python = _python_paths()
-    executable = os.path.realpath(sys.executable)
-    wanted = {executable, *python}
-    interpreter = _elf_interpreter(executable)
+    hidden = {os.path.realpath(h) for h in hide}
+    wanted = set(python)
+    interpreter = _elf_interpreter(os.path.realpath(sys.executable))
     named = [sys.executable, *([interpreter] if interpreter else [])]
     for library in _loaded_libraries():
-        if not any(_inside(library, p) for p in python):
+        if not any(_inside(library, p) for p in python | hidden):  # never the course's own
             wanted.add(os.path.dirname(library))
     named += [p for p in (LD_CACHE, LOCALE) if os.path.exists(p)]
     links: dict[str, str] = {}
@@ -326,7 +329,6 @@ def layout(hide: list[str]) -> Layout:
         raise RuntimeError("Python is installed at / : the kernel's jail would be the host")
     # links that lie inside an allowed folder are there already
     links = {k: v for k, v in links.items() if not any(_inside(k, p) for p in read_only)}
-    hidden = {os.path.realpath(h) for h in hide}
     inner = sorted(h for h in hidden if any(_inside(h, p) and h != p for p in read_only))
     return Layout(tuple(read_only), links, tuple(h for h in inner if os.path.isdir(h)))
 
