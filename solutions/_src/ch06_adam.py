@@ -184,15 +184,25 @@ def bert_param_groups(model, weight_decay):
 
 # %% [tests] id=groups_tests points=2
 from bertcourse import BertConfig, BertForPreTraining, BertModel  # noqa: E402
+from bertcourse.grading.catalogues.ch06 import group_names  # noqa: E402
+from bertcourse.grading.mistakes import diagnose, message  # noqa: E402
+
+FORBID_GROUPS = ("bertcourse.optim.bert_param_groups",)
 
 
 def check_groups(model, weight_decay):
     reference = bertcourse.optim.bert_param_groups(model, weight_decay)
-    groups = grading.run(bert_param_groups, model, weight_decay, forbid=("bertcourse.optim.bert_param_groups",))
+    groups = grading.run(bert_param_groups, model, weight_decay, forbid=FORBID_GROUPS)
     grading.check_true(isinstance(groups, (list, tuple)) and len(groups) == 2, "bert_param_groups must return two groups")
+    for which, group in zip(("decayed", "not-decayed"), groups):
+        grading.check_true(isinstance(group, dict) and {"params", "param_names", "weight_decay"} <= set(group), f"the {which} group needs the keys params, param_names, weight_decay")
+    if group_names(groups) != group_names(reference):  # a known mistake? (its names on every probe)
+        learner = lambda m, wd: group_names(grading.run(bert_param_groups, m, wd, forbid=FORBID_GROUPS))  # noqa: E731
+        known = diagnose(group_names(groups), "ch06:groups", (model, weight_decay), {}, lambda g, w: [] if g == w else ["differ"], call=learner)
+        if known:
+            grading.check_true(False, message(known))
     params = dict(model.named_parameters())
     for which, group, ref in zip(("decayed", "not-decayed"), groups, reference):
-        grading.check_true(isinstance(group, dict) and {"params", "param_names", "weight_decay"} <= set(group), f"the {which} group needs the keys params, param_names, weight_decay")
         grading.check_value(group["weight_decay"], ref["weight_decay"], f"weight_decay of the {which} group")
         names = list(group["param_names"])
         grading.check_true(len(names) == len(set(names)), f"a parameter appears twice in the {which} group (a tied weight?)")

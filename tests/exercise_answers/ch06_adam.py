@@ -212,6 +212,7 @@ def bert_adam_step(
 
 
 # %% wrong groups: matches only transformers' name "LayerNorm" (bertcourse names it layer_norm)
+# names: only the name 'LayerNorm' excluded
 def bert_param_groups(model, weight_decay):
     decay, no_decay = [], []
     for name, p in model.named_parameters():
@@ -231,6 +232,7 @@ def bert_param_groups(model, weight_decay):
 
 
 # %% wrong groups: every parameter of the state dict (the tied decoder weight counted twice)
+# names: the tied decoder weight listed twice
 def bert_param_groups(model, weight_decay):
     params = dict(model.named_parameters(remove_duplicate=False))
     decay = [n for n in params if not ("bias" in n or "norm" in n.lower())]
@@ -242,6 +244,7 @@ def bert_param_groups(model, weight_decay):
 
 
 # %% wrong groups: only the trainable parameters (requires_grad): a frozen parameter is dropped
+# names: frozen parameters (requires_grad=False) left out
 def bert_param_groups(model, weight_decay):
     decay, no_decay = [], []
     for name, p in model.named_parameters():
@@ -264,6 +267,7 @@ def bert_param_groups(model, weight_decay):
 
 
 # %% wrong groups: the embeddings left out of the decay too
+# names: the embeddings left out of the decay
 def bert_param_groups(model, weight_decay):
     decay, no_decay = [], []
     for name, p in model.named_parameters():

@@ -80,3 +80,74 @@ def _probes():
 
 
 PROBES = {"bert_adam": _probes}
+
+
+# --- which parameters are decayed: a grouping is told by its names (what the test cell checks)
+
+Groups = list[tuple[list[str], float]]
+
+
+def group_names(groups) -> Groups:
+    """[(param_names, weight_decay), ...] of optimizer parameter groups."""
+    return [(list(group["param_names"]), group["weight_decay"]) for group in groups]
+
+
+def _groups(model, weight_decay, *, rule, duplicates=False, frozen=True) -> Groups:
+    """The decayed and the not-decayed names under `rule(name) -> not decayed`."""
+    named = list(model.named_parameters(remove_duplicate=not duplicates))
+    kept = [n for n, p in named if frozen or p.requires_grad]
+    return [([n for n in kept if not rule(n)], weight_decay), ([n for n in kept if rule(n)], 0.0)]
+
+
+def _original_rule(name: str) -> bool:
+    return any(pattern in name for pattern in ("LayerNorm", "layer_norm", "bias"))
+
+
+CATALOGUE["groups"] = [
+    Mistake(
+        "only the name 'LayerNorm' excluded (bertcourse's norms: layer_norm)",
+        "the original excludes LayerNorm, layer_norm and bias wherever they appear in the name",
+        ORIGINAL,
+        lambda model, wd: _groups(model, wd, rule=lambda n: "bias" in n or "LayerNorm" in n),
+    ),
+    Mistake(
+        "the tied decoder weight listed twice",
+        "named_parameters() gives a tied weight once; remove_duplicate=False gives it twice",
+        ORIGINAL,
+        lambda model, wd: _groups(model, wd, rule=_original_rule, duplicates=True),
+    ),
+    Mistake(
+        "frozen parameters (requires_grad=False) left out",
+        "every parameter appears once, frozen or not (transformers' Trainer drops them; the "
+        "statement does not)",
+        ORIGINAL,
+        lambda model, wd: _groups(model, wd, rule=_original_rule, frozen=False),
+    ),
+    Mistake(
+        "the embeddings left out of the decay",
+        "the original decays the embeddings: only norms and biases are excluded",
+        ORIGINAL,
+        lambda model, wd: _groups(model, wd, rule=lambda n: _original_rule(n) or "embeddings" in n),
+    ),
+]
+
+
+def _groups_probes():
+    """A model with tied weights, and the same with frozen embeddings."""
+    from bertcourse import BertConfig, BertForPreTraining
+
+    config = BertConfig(
+        vocab_size=20,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=8,
+    )
+    model = BertForPreTraining(config)
+    frozen = BertForPreTraining(config)
+    frozen.bert.embeddings.requires_grad_(False)
+    return [((model, 0.1), {}), ((frozen, 0.1), {})]
+
+
+PROBES["groups"] = _groups_probes
