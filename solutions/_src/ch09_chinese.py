@@ -11,8 +11,8 @@
 #
 # **How to work.** Write your code where a cell says `# YOUR CODE HERE`, replacing the
 # `raise NotImplementedError()`, then run the test cell below it (`OK ...` or a message).
-# Hidden tests run at grading time on paragraphs of the People's Daily that the chapter holds
-# out, chosen at grading time, and on code points drawn from every range. What a part asks
+# Hidden tests run at grading time on paragraphs that the chapter holds out, drawn then, and
+# on code points drawn from every range and the blocks around them. What a part asks
 # you to write is disabled while it is checked (`bertcourse.tokenization`'s and `bertcourse.zh`'s
 # functions, `bertcourse.mlm`, and the libraries that have it: `tokenizers`' BERT normalizer,
 # transformers' basic tokenizers): an answer that calls them earns nothing. Check everything
