@@ -3,20 +3,22 @@
 Everything the pretraining path needs to know about a language is one :class:`Language`
 value; the code path is the same for every language. ``python -m bertcourse.pretrain
 --lang CODE`` and ``load_corpus(..., lang=CODE)`` look the code up in :data:`LANGUAGES`.
-Today the registry has one entry, ``"en"``: the standard library's docstrings
+The registry has two entries: ``"en"``, the standard library's docstrings
 (:mod:`bertcourse.corpus`) with bert-base-uncased's vocabulary or a WordPiece vocabulary
-trained on them. A second language is a second entry, not a copy of the English code: a
-module that builds its :class:`Language` and calls :func:`register_language` when imported,
-named in :data:`LANGUAGE_MODULES` so that ``--lang CODE`` imports it on first use.
+trained on them, and ``"zh"``, the People's Daily of January 1998 with a character vocabulary
+(:mod:`bertcourse.zh`). A language is an entry, not a copy of the English code: a module that
+builds its :class:`Language` and calls :func:`register_language` when imported, named in
+:data:`LANGUAGE_MODULES` so that ``--lang CODE`` imports it on first use.
 """
 
 from __future__ import annotations
 
 import sys
 import sysconfig
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bertcourse import assets, corpus
 from bertcourse.corpus import Document
@@ -39,6 +41,12 @@ class Language:
             ``"bert"`` loads (a published model's vocabulary), or None if there is none.
         lowercase: the normalizer lowercases and strips accents (uncased vocabularies).
         default_tokenizer: the tokenizer name a pretraining run uses unless told otherwise.
+        vocabularies: more tokenizer names: name -> ``(cache_dir) -> Path`` of a ``vocab.txt``
+            (Chinese: ``"chars"``, the training part's characters).
+        is_heldout: ``(document name) -> bool``, a fixed held-out split of the documents;
+            None: the name-hash rule of :func:`bertcourse.corpus.is_heldout`.
+        recipe: the pretraining defaults that differ for this language
+            (:class:`bertcourse.pretraining.config.PretrainConfig` fields).
     """
 
     code: str
@@ -50,6 +58,9 @@ class Language:
     pretrained_vocab: Callable[[], Path] | None = None
     lowercase: bool = True
     default_tokenizer: str = "wordpiece-8192"
+    vocabularies: Mapping[str, Callable[[Path], Path]] = field(default_factory=dict)
+    is_heldout: Callable[[str], bool] | None = None
+    recipe: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _stdlib_source() -> tuple[str, str, str]:
@@ -70,8 +81,8 @@ LANGUAGES: dict[str, Language] = {ENGLISH.code: ENGLISH}
 
 # Languages defined in modules of their own (which call register_language when imported):
 # code -> module, imported on first use, so that `import bertcourse` stays light and
-# `--lang CODE` works without an import by hand. None yet (e.g. "zh": "bertcourse.zh").
-LANGUAGE_MODULES: dict[str, str] = {}
+# `--lang CODE` works without an import by hand.
+LANGUAGE_MODULES: dict[str, str] = {"zh": "bertcourse.zh"}
 
 
 def register_language(language: Language) -> Language:

@@ -9,9 +9,12 @@ Shapes: B batch, L sequence length (padded per batch), P NSP pairs.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
+
+from bertcourse.nsp import NspExample
 
 if TYPE_CHECKING:  # pragma: no cover
     from bertcourse.textdata import TokenizedCorpus
@@ -24,13 +27,47 @@ def mix_seed(*parts: int) -> int:
     return int.from_bytes(h, "little") & ((1 << 63) - 1)
 
 
+@dataclass(frozen=True)
+class WordNspExample(NspExample):
+    """An :class:`NspExample` that knows its words: ``word_ids`` has one id per token, -1 for
+    ``[CLS]``/``[SEP]`` (:func:`bertcourse.mlm.mask_tokens`'s ``word_ids``)."""
+
+    word_ids: tuple[int, ...] = ()
+
+
+def _with_word_starts(documents, word_starts):
+    """Each token id ``t`` as ``2 t + s`` (``s`` = 1 where a word starts), so that the pair
+    builder, which only moves tokens around, carries the word boundaries with them."""
+    return [
+        [[2 * t + b for t, b in zip(sent, starts)] for sent, starts in zip(doc, doc_starts)]
+        for doc, doc_starts in zip(documents, word_starts)
+    ]
+
+
+def _split_word_starts(ex: NspExample) -> WordNspExample:
+    """The inverse of :func:`_with_word_starts` on a pair (special tokens: word id -1)."""
+    ids, word_ids, word = [], [], -1
+    specials = (0, ex.len_a + 1, len(ex.input_ids) - 1)  # [CLS] A [SEP] B [SEP]
+    for position, code in enumerate(ex.input_ids):
+        ids.append(code >> 1)
+        if position in specials:
+            word_ids.append(-1)
+            continue
+        previous_special = position - 1 in specials
+        word += bool(code & 1) or previous_special  # a cut segment starts with a word
+        word_ids.append(word)
+    return WordNspExample(ids, ex.token_type_ids, ex.next_sentence_label, ex.len_a, ex.len_b,
+                          tuple(word_ids))  # fmt: skip
+
+
 class NspPairs(torch.utils.data.Dataset):
     """One epoch of ``[CLS] A [SEP] B [SEP]`` pairs cut from a corpus by :mod:`bertcourse.nsp`.
 
     The pairs of epoch ``e`` come from ``create_instances(documents, rng=Random(seed(e)))``:
     every epoch cuts the documents differently (the original's ``dupe_factor``, one per
     epoch) and draws new random B segments. Items are ``(index, NspExample)``; the index lets
-    the collator seed each example's MLM mask.
+    the collator seed each example's MLM mask. ``whole_word_mask``: the examples are
+    :class:`WordNspExample` with the corpus's word boundaries (``corpus.word_starts``).
     """
 
     def __init__(
@@ -43,12 +80,19 @@ class NspPairs(torch.utils.data.Dataset):
         short_seq_prob: float = 0.1,
         dupe_factor: int = 1,
         task: str = "nsp",
+        whole_word_mask: bool = False,
     ) -> None:
         import random
 
         from bertcourse.nsp import create_instances
 
         docs = [d for d in corpus.documents if d]
+        cls_id, sep_id = corpus.vocab.cls_id, corpus.vocab.sep_id
+        if whole_word_mask:
+            if corpus.word_starts is None:
+                raise ValueError("whole-word masking needs the corpus's word_starts")
+            starts = [s for d, s in zip(corpus.documents, corpus.word_starts) if d]
+            docs, cls_id, sep_id = _with_word_starts(docs, starts), 2 * cls_id + 1, 2 * sep_id + 1
         if len(docs) < 2:
             raise ValueError(
                 f"NSP needs at least 2 non-empty documents, the corpus has {len(docs)}: "
@@ -63,9 +107,11 @@ class NspPairs(torch.utils.data.Dataset):
             dupe_factor=dupe_factor,
             task=task,
             shuffle=False,  # the sampler shuffles (and shards across DDP ranks)
-            cls_id=corpus.vocab.cls_id,
-            sep_id=corpus.vocab.sep_id,
+            cls_id=cls_id,
+            sep_id=sep_id,
         )
+        if whole_word_mask:
+            self.examples = [_split_word_starts(ex) for ex in self.examples]
 
     def __len__(self) -> int:
         return len(self.examples)
@@ -94,9 +140,11 @@ class MlmCollator:
         seed: int = 0,
         epoch: int = 0,
         mlm_probability: float = 0.15,
+        whole_word_mask: bool = False,
     ) -> None:
         self.vocab, self.seed, self.epoch = vocab, seed, epoch
         self.mlm_probability = mlm_probability
+        self.whole_word_mask = whole_word_mask
 
     def mask(self, index: int, ex):
         """``(example with masked input_ids, labels (n,))``: the mask of example ``index``."""
@@ -105,6 +153,9 @@ class MlmCollator:
         from bertcourse.mlm import mask_tokens
 
         g = torch.Generator().manual_seed(mix_seed(self.seed, self.epoch, index, 2))
+        word_ids = None
+        if self.whole_word_mask:  # the words of a WordNspExample, chosen whole
+            word_ids = torch.tensor([ex.word_ids], dtype=torch.long)
         ids, labels = mask_tokens(
             torch.tensor([ex.input_ids], dtype=torch.long),  # (1, n)
             vocab_size=self.vocab.size,
@@ -112,6 +163,7 @@ class MlmCollator:
             special_token_ids=self.vocab.special_ids,
             mlm_probability=self.mlm_probability,
             generator=g,
+            word_ids=word_ids,
         )
         return replace(ex, input_ids=ids[0].tolist()), labels[0]
 
@@ -191,6 +243,7 @@ def pretraining_dataloader(
     task: str = "nsp",
     num_workers: int = 0,
     packing: bool = False,
+    whole_word_mask: bool = False,
 ) -> torch.utils.data.DataLoader:
     """The training batches of one epoch for one process (``batch_size`` is per process).
 
@@ -202,6 +255,7 @@ def pretraining_dataloader(
 
     ``packing=True``: the pairs are packed into rows (:class:`PackedNspPairs`) and
     ``batch_size`` counts rows; batches are for :func:`bertcourse.packing.packed_forward`.
+    ``whole_word_mask=True`` chooses whole words (``corpus.word_starts``) to mask.
     """
     from torch.utils.data import DataLoader, DistributedSampler
 
@@ -212,11 +266,14 @@ def pretraining_dataloader(
         max_seq_length=max_seq_length,
         short_seq_prob=short_seq_prob,
         task=task,
+        whole_word_mask=whole_word_mask,
     )
-    collate = MlmCollator(corpus.vocab, seed=seed, epoch=epoch, mlm_probability=mlm_probability)
+    masking = dict(seed=seed, epoch=epoch, mlm_probability=mlm_probability,
+                   whole_word_mask=whole_word_mask)  # fmt: skip
+    collate = MlmCollator(corpus.vocab, **masking)
     if packing:
         dataset = PackedNspPairs(dataset, max_seq_length)
-        collate = PackedMlmCollator(corpus.vocab, seed=seed, epoch=epoch, mlm_probability=mlm_probability)  # fmt: skip
+        collate = PackedMlmCollator(corpus.vocab, **masking)
     sampler = DistributedSampler(
         dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed, drop_last=True
     )

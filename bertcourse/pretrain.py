@@ -230,6 +230,7 @@ class Session:
             mlm_probability=cfg.mlm_probability,
             num_workers=cfg.num_workers,
             packing=cfg.packing,
+            whole_word_mask=cfg.whole_word_mask,
         )
 
 

@@ -32,13 +32,16 @@ class TokenizedCorpus:
     """Documents as token ids: ``documents[d][s]`` is the id list of sentence ``s`` of doc ``d``.
 
     ``names[d]`` says where document ``d`` came from; ``vocab`` gives size and special ids.
-    No [CLS]/[SEP] are added here (the NSP pair builder adds them).
+    No [CLS]/[SEP] are added here (the NSP pair builder adds them). ``word_starts[d][s][t]``
+    is 1 when token ``t`` begins a word (whole-word masking): its offset leaves a gap after
+    the previous token's end, as transformers' whole-word collator decides.
     """
 
     names: list[str]
     documents: list[list[list[int]]]
     vocab: Vocab
     meta: dict = field(default_factory=dict)
+    word_starts: list[list[list[int]]] | None = None
 
     @property
     def num_tokens(self) -> int:
@@ -53,9 +56,11 @@ class TokenizedCorpus:
 
     def subset(self, keep: Sequence[bool]) -> TokenizedCorpus:
         idx = [i for i, k in enumerate(keep) if k]
+        starts = None if self.word_starts is None else [self.word_starts[i] for i in idx]
         return TokenizedCorpus(
-            [self.names[i] for i in idx], [self.documents[i] for i in idx], self.vocab, self.meta
-        )
+            [self.names[i] for i in idx], [self.documents[i] for i in idx], self.vocab, self.meta,
+            starts,
+        )  # fmt: skip
 
     def split(self, heldout_percent: float = 5.0) -> tuple[TokenizedCorpus, TokenizedCorpus]:
         """``(train, heldout)`` by the name-hash rule of :func:`is_heldout`."""
@@ -84,6 +89,10 @@ class TokenizedCorpus:
         flat = np.array([t for d in self.documents for s in d for t in s], dtype=np.int32)
         header = json.dumps({"names": self.names, "vocab": self.vocab.__dict__, "meta": self.meta})
         arrays = dict(ids=flat, sent_lens=sent_lens, doc_lens=doc_lens, header=np.array(header))
+        if self.word_starts is not None:
+            arrays["word_starts"] = np.array(
+                [b for d in self.word_starts for s in d for b in s], dtype=np.int8
+            )
         assets.write_atomic(Path(path), lambda tmp: np.savez(tmp, **arrays))
 
     @classmethod
@@ -91,25 +100,39 @@ class TokenizedCorpus:
         with np.load(path) as z:
             header = json.loads(str(z["header"]))
             flat, sent_lens, doc_lens = z["ids"], z["sent_lens"], z["doc_lens"]
+            flat_starts = z["word_starts"] if "word_starts" in z else None
         sent_ends = np.cumsum(sent_lens)
-        sentences = [a.tolist() for a in np.split(flat, sent_ends[:-1])] if len(sent_lens) else []
-        docs, i = [], 0
-        for n in doc_lens.tolist():
-            docs.append(sentences[i : i + n])
-            i += n
-        return cls(header["names"], docs, Vocab(**header["vocab"]), header.get("meta", {}))
+
+        def nest(values: np.ndarray) -> list[list[list[int]]]:
+            sentences = [a.tolist() for a in np.split(values, sent_ends[:-1])] if len(sent_lens) else []  # fmt: skip
+            docs, i = [], 0
+            for n in doc_lens.tolist():
+                docs.append(sentences[i : i + n])
+                i += n
+            return docs
+
+        starts = None if flat_starts is None else nest(flat_starts)
+        return cls(header["names"], nest(flat), Vocab(**header["vocab"]), header.get("meta", {}),
+                   starts)  # fmt: skip
 
 
 def tokenize_documents(documents: Sequence[Document], tokenizer: Tokenizer) -> TokenizedCorpus:
     """Tokenize every sentence (batched, in Rust) into a :class:`TokenizedCorpus`."""
     flat = [s for d in documents for s in d.sentences]
     encodings = tokenizer.encode_batch(flat, add_special_tokens=False) if flat else []
-    docs, i = [], 0
+    docs, starts, i = [], [], 0
     for d in documents:
-        sents = [e.ids for e in encodings[i : i + len(d.sentences)]]
-        docs.append([s for s in sents if s])
+        sents = [e for e in encodings[i : i + len(d.sentences)] if e.ids]
+        docs.append([e.ids for e in sents])
+        starts.append([_word_starts(e.offsets) for e in sents])
         i += len(d.sentences)
-    return TokenizedCorpus([d.name for d in documents], docs, Vocab.from_tokenizer(tokenizer))
+    vocab = Vocab.from_tokenizer(tokenizer)
+    return TokenizedCorpus([d.name for d in documents], docs, vocab, word_starts=starts)
+
+
+def _word_starts(offsets: Sequence[tuple[int, int]]) -> list[int]:
+    """1 where a token begins a word: the first token, and each token after a gap."""
+    return [int(i == 0 or offsets[i][0] > offsets[i - 1][1]) for i in range(len(offsets))]
 
 
 def _text_file_sources(text_files: Sequence[str | Path]) -> list[tuple[str, int, int]]:

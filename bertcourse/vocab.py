@@ -160,6 +160,9 @@ def fast_tokenizer(
 ) -> Tokenizer:
     """The ``tokenizers.Tokenizer`` named ``name`` (see the module docstring)."""
     language = get_language(lang)
+    if name in language.vocabularies:  # a language's own vocabulary (Chinese: "chars")
+        vocab_file = language.vocabularies[name](assets.cache_dir(cache_dir))
+        return bert_tokenizer(vocab_file, lowercase=language.lowercase)
     if name == "bert":
         if language.pretrained_vocab is None:
             raise ValueError(

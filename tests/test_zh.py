@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections import Counter
 from functools import cache
 
 import pytest
@@ -405,3 +406,109 @@ def test_transformers_offsets_see_one_word_in_a_chinese_sentence(vocab_file):
     offsets = [None, *batch["offset_mapping"][0, 1:-1].tolist(), None]
     ours = zh.token_word_ids(words, [None if o is None else tuple(o) for o in offsets])
     assert len({w for w in ours if w is not None}) == len(words) > 3
+
+
+# --- the pretraining language "zh" (python -m bertcourse.pretrain --lang zh) ---------------
+
+
+@cache
+def zh_corpus():
+    from bertcourse.textdata import load_corpus
+
+    return load_corpus("chars", lang="zh")
+
+
+def test_zh_is_a_registered_language_with_its_recipe():
+    from bertcourse.languages import get_language, language_codes
+    from bertcourse.pretraining.config import PretrainConfig
+
+    language = get_language("zh")
+    assert "zh" in language_codes() and language is zh.CHINESE
+    assert not language.lowercase and language.default_tokenizer == "chars"
+    cfg = PretrainConfig.for_language("zh", seed=3)
+    assert (cfg.lang, cfg.tokenizer, cfg.seed, cfg.whole_word_mask) == ("zh", "chars", 3, False)
+    # the rest of the recipe is English's
+    english = PretrainConfig()
+    for name in ("model", "max_seq_length", "batch_size", "lr", "mlm_probability", "dropout"):
+        assert getattr(cfg, name) == getattr(english, name)
+
+
+def test_zh_documents_hold_the_chapters_split_and_the_gold_words():
+    train, held_out = split()
+    documents = zh.peoples_daily_documents()
+    assert len(documents) == math.ceil(len(paragraphs()) / zh.PARAGRAPHS_PER_DOCUMENT)
+    held = [d for d in documents if zh.is_heldout_document(d.name)]
+    kept = [d for d in documents if not zh.is_heldout_document(d.name)]
+    # the held-out documents are exactly the chapter's held-out paragraphs, words spaced
+    assert [w for d in held for s in d.sentences for w in s.split(" ")] == [
+        w for words in held_out for w in words
+    ]
+    assert [w for d in kept for s in d.sentences for w in s.split(" ")] == [
+        w for words in train for w in words
+    ]
+    # sentences end at 。！？ (a closing quote stays with its sentence)
+    ends = Counter(s.split(" ")[-1] for d in documents for s in d.sentences)
+    assert ends.most_common(1)[0][0] == "。"
+
+
+def test_zh_tokens_are_the_raw_texts_and_word_starts_are_the_gold_words():
+    from bertcourse.pretraining.config import PretrainConfig
+    from bertcourse.pretraining.evaluation import split_heldout
+
+    corpus, tok = zh_corpus()
+    train, held = split_heldout(corpus, PretrainConfig.for_language("zh"))
+    assert held.num_tokens == sum(len("".join(w)) for w in split()[1])  # one token a character
+    assert train.vocab.size == len(tok.get_vocab())
+    documents = {d.name: d for d in zh.peoples_daily_documents()}
+    checked = differ = 0
+    for name, doc, starts in zip(held.names, held.documents, held.word_starts):
+        for sentence, ids, flags in zip(documents[name].sentences, doc, starts):
+            words = sentence.split(" ")
+            assert sum(flags) == len(words)  # one start per gold word
+            assert len(ids) == len(flags) == len("".join(words))
+            differ += tok.encode("".join(words), add_special_tokens=False).ids != ids
+            checked += 1
+    # the spaces change no token, except a ## piece where a word boundary splits a digit run
+    assert differ <= 0.001 * checked, (differ, checked)
+
+
+def test_zh_whole_word_pairs_mask_whole_gold_words():
+    from bertcourse.config import IGNORE_INDEX
+    from bertcourse.loaders import MlmCollator, NspPairs
+
+    corpus, _ = zh_corpus()
+    part = corpus.subset([i < 60 for i in range(len(corpus))])
+    plain = NspPairs(part, seed=1, max_seq_length=64)
+    words = NspPairs(part, seed=1, max_seq_length=64, whole_word_mask=True)
+    assert [e.input_ids for e in plain.examples] == [e.input_ids for e in words.examples]
+    collate = MlmCollator(part.vocab, mlm_probability=0.25, whole_word_mask=True)
+    chosen = chosen_words = 0
+    n_tokens = 0
+    for index in range(len(words)):
+        ex = words[index][1]
+        assert ex.word_ids[0] == -1 and ex.word_ids[ex.len_a + 1] == -1 and ex.word_ids[-1] == -1
+        _, labels = collate.mask(index, ex)
+        picked = (labels != IGNORE_INDEX).tolist()
+        for word in set(ex.word_ids) - {-1}:
+            inside = [p for p, w in zip(picked, ex.word_ids) if w == word]
+            assert all(inside) or not any(inside)  # a word is chosen whole or not at all
+            chosen_words += all(inside)
+        chosen += sum(picked)
+        n_tokens += ex.len_a + ex.len_b
+    assert 0.23 < chosen / n_tokens < 0.27  # the token budget stays 25% in expectation
+    assert chosen_words < chosen  # some chosen words have several characters
+
+
+def test_zh_pretraining_command_runs_with_whole_words(tmp_path):
+    from bertcourse.pretrain import load_checkpoint, main
+
+    report = main(["--lang", "zh", "--whole-word-masking", "--model", "custom", "--layers", "1",
+                   "--hidden", "32", "--heads", "2", "--steps", "3", "--batch-size", "4",
+                   "--eval-examples", "16", "--eval-every", "0", "--no-progress", "--no-plots",
+                   "--no-peak", "--threads", "1", "--output", str(tmp_path)])  # fmt: skip
+    assert report["config"]["whole_word_mask"] and report["config"]["tokenizer"] == "chars"
+    assert report["corpus"]["lang"] == "zh" and report["corpus"]["vocab_size"] == 4_733
+    assert report["corpus"]["heldout"]["tokens"] == 169_746
+    assert report["steps_done"] == 3 and (tmp_path / "report.json").is_file()
+    _, tokenizer = load_checkpoint(tmp_path)
+    assert tokenizer.id_to_token(report["unigram_baseline"]["token_id"]) == "，"  # most frequent

@@ -65,6 +65,13 @@ def _train_parser() -> argparse.ArgumentParser:
         "BERT: 0.15)",
     )
     g.add_argument(
+        "--whole-word-masking",
+        dest="whole_word_mask",
+        action="store_true",
+        default=None,
+        help="choose whole words to mask, not single tokens (Chinese: the gold words)",
+    )
+    g.add_argument(
         "--eval-seq-length",
         type=int,
         help=f"length of the held-out pairs, the same for every run (default {d.eval_seq_length})",
@@ -173,7 +180,10 @@ def main(argv: list[str] | None = None) -> dict | None:
     parser = _train_parser()
     args = vars(parser.parse_args(argv))
     given = {k: v for k, v in args.items() if v is not None}
-    base = PretrainConfig()
+    try:
+        base = PretrainConfig.for_language(given.get("lang", "en"))
+    except ValueError as e:  # an unknown --lang
+        parser.error(str(e))
     if given.get("resume"):
         # The saved settings, except the per-invocation limits.
         base = PretrainConfig.load(given["resume"]).replace(stop_after=None, max_minutes=None)

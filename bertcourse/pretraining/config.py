@@ -48,6 +48,10 @@ class PretrainConfig:
     # predictions per step for the same encoder work (0.40 was worse; benchmarks/RESULTS.md).
     # The 80/10/10 split of the chosen tokens is BERT's. The held-out set always uses 0.15.
     mlm_probability: float = 0.25
+    # Choose whole words, not single tokens (Cui et al. 2019 for Chinese): a word is drawn with
+    # mlm_probability and all its tokens are chosen; the 80/10/10 draw stays per token. Words:
+    # the corpus's (Chinese: the gold segmentation; English: runs without a space)
+    whole_word_mask: bool = False
     heldout_percent: float = 5.0
     # The held-out set is one set of questions for every run: pairs cut to eval_seq_length
     # tokens (or the run's max_seq_length if shorter), drawn with HELDOUT_SEED and BERT's 15%
@@ -88,6 +92,12 @@ class PretrainConfig:
 
     def replace(self, **changes: Any) -> PretrainConfig:
         return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def for_language(cls, lang: str = "en", **changes: Any) -> PretrainConfig:
+        """The default recipe of a language (its ``Language.recipe`` over these defaults; for
+        ``"zh"`` the character vocabulary), then ``changes``: what ``--lang`` does."""
+        return cls(lang=lang).replace(**{**get_language(lang).recipe, **changes})
 
     def model_config(self, vocab: Vocab) -> BertConfig:
         """The BertConfig of this run for a vocabulary (size and [PAD] id)."""

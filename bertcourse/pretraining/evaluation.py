@@ -173,7 +173,13 @@ def run_documents(cfg: PretrainConfig) -> list[Document]:
 
 
 def split_heldout(corpus: TokenizedCorpus, cfg: PretrainConfig) -> tuple[TokenizedCorpus, TokenizedCorpus]:  # fmt: skip
-    """``(train, held-out)`` documents by the rule of :func:`bertcourse.data.is_heldout`."""
+    """``(train, held-out)`` documents: the language's fixed split (``Language.is_heldout``:
+    Chinese holds out the month's last 10%), else the name-hash rule of
+    :func:`bertcourse.corpus.is_heldout` with ``cfg.heldout_percent``."""
+    rule = get_language(cfg.lang).is_heldout
+    if rule is not None and not cfg.text_files:
+        held = [rule(name) for name in corpus.names]
+        return corpus.subset([not h for h in held]), corpus.subset(held)
     train_corpus, heldout = corpus.split(cfg.heldout_percent)
     if len(heldout) < 2:  # tiny user corpora: hold out the last two documents instead
         keep = [i < len(corpus) - 2 for i in range(len(corpus))]

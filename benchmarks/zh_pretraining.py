@@ -1,0 +1,216 @@
+"""Chapter 9's Chinese BERT: the default `--lang zh` recipe at a fixed number of steps, with
+character masking and with whole-word masking, over seeds; the results, the first steps of
+the schedule (which tests/test_zh.py reproduces), and the seed-0 whole-word model's weights
+in float16 for the chapter's fill-in-the-blank cells.
+
+    python benchmarks/zh_pretraining.py train --scheme wwm --seed 0   # one run (~10 idle min)
+    python benchmarks/zh_pretraining.py collect                       # the JSON, the model
+
+`train` runs `python -m bertcourse.pretrain --lang zh ... --steps 9000` into
+runs/zh/<scheme>-s<seed>/. `collect` reads every finished run there and writes
+benchmarks/figures/zh_pretraining.json (commands, seeds, versions, commit, each run's report,
+the mean and spread per scheme) and benchmarks/figures/zh_pretraining_model/.
+
+Why 9,000 steps: the runs here were made on a shared, busy machine, where a `--max-minutes 10`
+run gets a fraction of its idle steps. The number of steps is the recipe instead: the English
+default gets 8,255-8,661 steps in 10 minutes on the idle 2-core machine (benchmarks/RESULTS.md);
+a step of the Chinese model costs 7.03 model GFLOP against 8.30 (its output layer has 4,733
+entries, not 8,192), which would give ~9,900 steps if time followed FLOPs; not all of a tiny
+model's step does, so we take 9,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_JSON = ROOT / "benchmarks" / "figures" / "zh_pretraining.json"
+MODEL_DIR = ROOT / "benchmarks" / "figures" / "zh_pretraining_model"
+RUNS = ROOT / "runs" / "zh"
+SCHEMES = {"char": [], "wwm": ["--whole-word-masking"]}
+STEPS = 9000
+ENGLISH_IDLE_STEPS = (8255, 8661)  # benchmarks/RESULTS.md, the default recipe's 10-minute runs
+RUN_OPTIONS = ["--steps", str(STEPS), "--eval-every", "1000", "--checkpoint-every", "1000",
+               "--threads", "1", "--no-progress"]  # fmt: skip
+SLICE_STEPS = 4
+WATCHED = ["bertcourse", "benchmarks/zh_pretraining.py"]
+
+
+def run_command(scheme: str, seed: int) -> list[str]:
+    """The command line of one run (the recipe's defaults, the fixed number of steps)."""
+    output = RUNS / f"{scheme}-s{seed}"
+    return ["python", "-m", "bertcourse.pretrain", "--lang", "zh", *SCHEMES[scheme], *RUN_OPTIONS,
+            "--seed", str(seed), "--output", str(output.relative_to(ROOT))]  # fmt: skip
+
+
+def recipe(scheme: str, seed: int = 0, **changes):
+    """The PretrainConfig of `run_command(scheme, seed)` (what the slice and tests run)."""
+    from bertcourse.pretraining.config import PretrainConfig
+
+    return PretrainConfig.for_language(
+        "zh", whole_word_mask=scheme == "wwm", steps=STEPS, eval_every=1000,
+        checkpoint_every=1000, threads=1, progress=False, seed=seed, **changes,
+    )  # fmt: skip
+
+
+def first_steps(scheme: str, steps: int = SLICE_STEPS) -> list[dict]:
+    """The training losses of the schedule's first `steps` steps (seed 0, one thread), logged
+    at every step: what the committed runs did first, re-checked in tests."""
+    import contextlib
+    import io
+
+    import torch
+
+    from bertcourse.pretrain import train
+
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as out:
+        cfg = recipe(scheme, stop_after=steps, log_every=1, eval_every=0, checkpoint_every=0,
+                     plots=False, measure_peak=False, output_dir=out)  # fmt: skip
+        with contextlib.redirect_stderr(io.StringIO()):
+            report = train(cfg).report
+    return [{k: row[k] for k in ("step", "mlm_loss", "nsp_loss", "mlm_acc")}
+            for row in report["history"]["train"]]  # fmt: skip
+
+
+def step_flops() -> dict:
+    """Model GFLOP of one training step: the English default against the Chinese recipe."""
+    from bertcourse.flops import bert_flops
+    from bertcourse.pretraining.config import PretrainConfig
+    from bertcourse.vocab import Vocab
+
+    out = {}
+    for lang, vocab_size in (("en", 8192), ("zh", 4733)):
+        cfg = PretrainConfig.for_language(lang)
+        config = cfg.model_config(Vocab(vocab_size, 0, 1, 2, 3, 4))
+        chosen = cfg.batch_size * (cfg.max_seq_length - 3) * cfg.mlm_probability
+        out[lang] = bert_flops(config, cfg.batch_size, cfg.max_seq_length, chosen).total / 1e9
+    return out
+
+
+KEPT = ("parameters", "steps_done", "tokens_seen", "train_seconds", "tokens_per_second",
+        "threads", "device", "unigram_baseline", "final_eval", "mlm_acc_over_baseline")  # fmt: skip
+
+
+def run_record(scheme: str, seed: int, report: dict) -> dict:
+    final, baseline = report["final_eval"], report["unigram_baseline"]
+    return {
+        "scheme": scheme,
+        "seed": seed,
+        "command": " ".join(run_command(scheme, seed)),
+        **{k: report[k] for k in KEPT},
+        "mlm_acc_at_mask_over_baseline": final["mlm_acc_at_mask"] / baseline["mlm_acc"],
+        "corpus": report["corpus"],
+        "eval_history": report["history"]["eval"],
+    }
+
+
+def summary(records: list[dict]) -> dict:
+    def spread(values: list[float]) -> dict:
+        sd = statistics.stdev(values) if len(values) > 1 else None
+        return {"mean": statistics.fmean(values), "sd": sd, "values": values}
+
+    out = {}
+    for scheme in SCHEMES:
+        rs = [r for r in records if r["scheme"] == scheme]
+        if rs:
+            out[scheme] = {
+                "seeds": [r["seed"] for r in rs],
+                "mlm_acc_at_mask": spread([r["final_eval"]["mlm_acc_at_mask"] for r in rs]),
+                "mlm_acc": spread([r["final_eval"]["mlm_acc"] for r in rs]),
+                "nsp_acc": spread([r["final_eval"]["nsp_acc"] for r in rs]),
+                "mlm_loss": spread([r["final_eval"]["mlm_loss"] for r in rs]),
+                "at_mask_over_baseline": spread([r["mlm_acc_at_mask_over_baseline"] for r in rs]),
+            }
+    return out
+
+
+def export_model(run_dir: Path, dest: Path = MODEL_DIR) -> dict:
+    """The run's final weights in float16 (tied weights once), its config and tokenizer."""
+    import torch
+    from safetensors.torch import save_model
+
+    from bertcourse.pretraining.checkpoint import load_checkpoint
+
+    model, _ = load_checkpoint(run_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    save_model(model.to(torch.float16), str(dest / "model.safetensors"))
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copyfile(run_dir / "checkpoint" / name, dest / name)
+    return {"from": str(run_dir.relative_to(ROOT)), "dtype": "float16",
+            "bytes": {p.name: p.stat().st_size for p in sorted(dest.iterdir())}}  # fmt: skip
+
+
+def collect(args: argparse.Namespace) -> dict:
+    from benchmarks.provenance import provenance
+
+    records = []
+    for scheme in SCHEMES:
+        for seed in range(10):
+            path = RUNS / f"{scheme}-s{seed}" / "report.json"
+            if path.is_file():
+                report = json.loads(path.read_text())
+                if report["steps_done"] == STEPS:
+                    records.append(run_record(scheme, seed, report))
+    if not records:
+        raise SystemExit(f"no finished run in {RUNS}: run `train` first")
+    flops = step_flops()
+    model = export_model(RUNS / "wwm-s0") if (RUNS / "wwm-s0" / "report.json").is_file() else None
+    out = {
+        **provenance("benchmarks/zh_pretraining.py", sys.argv[1:], WATCHED),
+        "conditions": args.conditions,
+        "steps": STEPS,
+        "steps_reason": {
+            "english_idle_10_minute_steps": list(ENGLISH_IDLE_STEPS),
+            "gflop_per_step": flops,
+            "steps_if_time_followed_flops": round(
+                statistics.fmean(ENGLISH_IDLE_STEPS) * flops["en"] / flops["zh"]
+            ),
+        },
+        "recipe": {
+            k: v for k, v in asdict(recipe("char")).items() if k not in ("output_dir", "seed")
+        },  # fmt: skip
+        "runs": records,
+        "summary": summary(records),
+        "first_steps": {scheme: first_steps(scheme) for scheme in SCHEMES},
+        "model": model,
+    }
+    args.json.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    return out
+
+
+def train_one(args: argparse.Namespace) -> None:
+    command = run_command(args.scheme, args.seed)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    subprocess.run([sys.executable, *command[1:]], cwd=ROOT, env=env, check=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    t = sub.add_parser("train", help="one run of the recipe")
+    t.add_argument("--scheme", choices=sorted(SCHEMES), required=True)
+    t.add_argument("--seed", type=int, required=True)
+    c = sub.add_parser("collect", help="the JSON from the finished runs, and the model")
+    c.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    c.add_argument("--conditions", default="", help="the machine's load while the runs ran")
+    args = parser.parse_args(argv)
+    if args.what == "train":
+        train_one(args)
+    else:
+        collect(args)
+
+
+if __name__ == "__main__":
+    main()
