@@ -369,7 +369,6 @@ PROBES: dict[str, Callable[[], list[tuple[tuple, dict]]]] = {
         (("a" * 100, _TOY), {}),
         (("ω" * 70, [*_TOY, "ω", "##ω"]), {}),
         (("bab", ["b", "##ab", "ba", "##b"]), {}),
-        (("abc", ["a", "##bc", "ab", "##c", "abc"]), {}),
     ],
     "pair": lambda: [
         (([1, 2, 3, 4, 5], [6, 7, 8], 9), {}),
