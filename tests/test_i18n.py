@@ -295,3 +295,27 @@ def test_a_page_opts_in_to_figures_in_its_language() -> None:
     assert ":tags: [remove-cell]" in out
     plain = page.replace("figure_language: true\n", "")
     assert i18n_ext.figure_language_cell(plain, "zh_CN") == plain
+
+
+def test_jieba_caches_in_the_build_folder_quietly(tmp_path: Path) -> None:
+    """Sphinx's Chinese search runs jieba; its dictionary cache goes to the build's folder (not
+    the shared temporary folder, where another user's `jieba.cache` made every build print a
+    PermissionError traceback), and it logs nothing."""
+    import subprocess
+
+    code = (
+        "from pathlib import Path; import sys\n"
+        "from bertcourse.viz.i18n_ext import _jieba_cache_in\n"
+        "_jieba_cache_in(Path(sys.argv[1]))\n"
+        "import jieba; print(jieba.lcut('掩码语言模型的注意力'))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "doctrees")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "注意力" in proc.stdout
+    assert (tmp_path / "doctrees" / "jieba.cache").is_file()
+    assert proc.stderr == ""

@@ -203,6 +203,21 @@ def _localise_config(app: Sphinx, config: Config) -> None:
             # jieba user dictionary: "word frequency"; a high frequency keeps the word whole
             words.write_text("".join(f"{t} 20000\n" for t in terms), encoding="utf-8")
             config.html_search_options = {**config.html_search_options, "dict": str(words)}
+        _jieba_cache_in(Path(app.doctreedir))
+
+
+def _jieba_cache_in(folder: Path) -> None:
+    """jieba (Sphinx's Chinese search) caches its dictionary in the build's own folder, quietly.
+
+    By default it writes `jieba.cache` into the system's temporary folder: on a machine where
+    another user made that file first, every build printed a PermissionError traceback."""
+    try:
+        import jieba
+    except ImportError:  # Sphinx then says that Chinese search needs jieba
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    jieba.dt.tmp_dir = str(folder)
+    jieba.setLogLevel(30)  # logging.WARNING (this module's `logging` is Sphinx's)
 
 
 # --- figures in the edition's language -------------------------------------------------------
