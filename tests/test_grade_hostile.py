@@ -240,17 +240,41 @@ def test_escape_attempts_all_failed(bank: dict) -> None:
     assert "ESCAPE" in text and "DONE" not in text, text[:2000]
 
 
-@pytest.mark.skipif(not ROOT, reason="needs root")
-def test_no_process_of_the_grading_user_survives(bank: dict) -> None:
-    uid = pwd.getpwnam(GRADER_USER).pw_uid
-    alive = []
+def _processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, owner uid) of every process of this machine."""
+    table = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    alive.append(Path(f"/proc/{entry}/cmdline").read_bytes()[:80])
-            except OSError:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                table[int(entry)] = (
+                    int(stat.rsplit(")", 1)[1].split()[1]),
+                    os.stat(f"/proc/{entry}").st_uid,
+                )
+            except (OSError, ValueError):
                 pass
+    return table
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root")
+def test_no_process_of_the_grading_user_survives(bank: dict) -> None:
+    """No kernel of this run is left: none below this test process, and none orphaned (its
+    launcher gone, adopted by init). Kernels of another grading run on the same machine (a
+    concurrent test, another course), below their own live launcher, are not this run's."""
+    uid = pwd.getpwnam(GRADER_USER).pw_uid
+    table = _processes()
+    alive = []
+    for pid, (parent, owner) in table.items():
+        if owner != uid:
+            continue
+        while parent in table and table[parent][1] == uid:  # up to the launcher, run as root
+            parent = table[parent][0]
+        chain = []
+        while parent in table and parent not in chain:
+            chain.append(parent)
+            parent = table[parent][0]
+        if os.getpid() in chain or len(chain) <= 1:  # ours, or adopted by init
+            alive.append(Path(f"/proc/{pid}/cmdline").read_bytes()[:80])
     assert alive == []
 
 

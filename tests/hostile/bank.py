@@ -1180,6 +1180,18 @@ CASES += [
         _answer("softmax", "def softmax(x):\n    return torch.zeros(12_000_000)\n"),
         "graded",
         ("softmax",),
+        # each call's reply is 61 MiB of text: 3.75 s to encode in the kernel and 3.0 s to
+        # decode here at a load average of 13 on 2 cores (2026-11-26); the test cell's calls
+        # then pass the toy course's 10 s cell limit. The part scores 0 either way.
+        otherwise=(
+            Case(
+                "huge_result",
+                "past the cell limit",
+                lambda nb, ctx: None,
+                "timed_out",
+                ("softmax",),
+            ),
+        ),
     ),
     Case(
         "deep_result",
