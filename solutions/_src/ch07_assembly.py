@@ -452,6 +452,8 @@ inputs = pretraining_inputs(training.config, 2, 7, seed=26, padded=1)
 expected = transformers_forward(copy.deepcopy(training), *inputs)
 got = grading.run(pretraining_forward, training, *inputs, forbid=FORBID_FORWARD, use_reference=PARTS)
 grading.check_true(all(m.training for m in training.modules()), "pretraining_forward switched a model in training mode to eval mode", hint="leave the model's mode to the caller")
+grading.run(pretraining_forward, model, *pretraining_inputs(model.config, 2, 5, seed=27), forbid=FORBID_FORWARD, use_reference=PARTS)
+grading.check_true(not any(m.training for m in model.modules()), "pretraining_forward switched a model in eval mode to training mode", hint="leave the model's mode to the caller")
 grading.check_true(isinstance(got, (tuple, list)) and len(got) == 3 and all(torch.is_tensor(t) and t.requires_grad for t in got), "pretraining_forward returned no autograd graph (torch.no_grad() or .detach()?): a training step back-propagates its loss")
 grading.check_value(got, expected, "pretraining_forward of a model in training mode (dropout 0)", rtol=1e-4, atol=1e-4)
 ### END HIDDEN TESTS

@@ -447,3 +447,21 @@ def mlm_head(head, hidden_states):
         t.layer_norm.eps,
     )
     return F.linear(x, head.decoder.weight) + head.bias
+
+
+# %% wrong forward: model.train() first (a model being evaluated would get its dropout back)
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
+    model.train()
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)
+    bias = extended_attention_mask(attention_mask, h.dtype)
+    for layer in model.bert.encoder.layer:
+        h = encoder_layer(layer, h, bias)
+    prediction_logits = mlm_head(model.cls.predictions, h)
+    seq_logits = nsp_logits(model, h)
+    V = prediction_logits.shape[-1]
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(
+        seq_logits, next_sentence_label
+    )
+    return prediction_logits, seq_logits, loss
