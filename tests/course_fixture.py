@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import os
 import shutil
 import subprocess
 import sys
@@ -46,12 +47,20 @@ def _generated() -> Path:
         atexit.register(shutil.rmtree, base, True)
         course = base / "course"
         shutil.copytree(SOURCE, course)
-        subprocess.run(
+        # nbgrader runs `alembic` from PATH: this Python's bin/ first, as when it is activated
+        path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+        done = subprocess.run(
             [sys.executable, "-m", "nbgrader", "generate_assignment", "toy", "--force"],
             cwd=course,
-            check=True,
+            env={**os.environ, "PATH": path},
             capture_output=True,
+            text=True,
         )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"nbgrader generate_assignment toy failed ({done.returncode}):\n"
+                f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+            )
         _template = course
     return _template
 
