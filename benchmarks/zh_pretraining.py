@@ -7,9 +7,11 @@ in float16 for the chapter's fill-in-the-blank cells.
     python benchmarks/zh_pretraining.py collect                       # the JSON, the model
 
 `train` runs `python -m bertcourse.pretrain --lang zh ... --steps 9000` into
-runs/zh/<scheme>-s<seed>/. `collect` reads every finished run there and writes
+runs/zh/9000/<scheme>-s<seed>/. `collect` reads every finished run there and writes
 benchmarks/figures/zh_pretraining.json (commands, seeds, versions, commit, each run's report,
-the mean and spread per scheme) and benchmarks/figures/zh_pretraining_model/.
+the mean and spread per scheme, the first steps) and benchmarks/figures/zh_pretraining_model/
+(the seed-0 whole-word model). `--steps N` (both commands) runs and collects a shorter
+schedule instead: what the committed file holds when the machine was too busy for 9,000.
 
 Why 9,000 steps: the runs here were made on a shared, busy machine, where a `--max-minutes 10`
 run gets a fraction of its idle steps. The number of steps is the recipe instead: the English
@@ -39,32 +41,40 @@ DEFAULT_JSON = ROOT / "benchmarks" / "figures" / "zh_pretraining.json"
 MODEL_DIR = ROOT / "benchmarks" / "figures" / "zh_pretraining_model"
 RUNS = ROOT / "runs" / "zh"
 SCHEMES = {"char": [], "wwm": ["--whole-word-masking"]}
-STEPS = 9000
+STEPS = 9000  # the recipe's: what 10 idle minutes on 2 cores give (the docstring)
 ENGLISH_IDLE_STEPS = (8255, 8661)  # benchmarks/RESULTS.md, the default recipe's 10-minute runs
-RUN_OPTIONS = ["--steps", str(STEPS), "--eval-every", "1000", "--checkpoint-every", "1000",
-               "--threads", "1", "--no-progress"]  # fmt: skip
 SLICE_STEPS = 4
 WATCHED = ["bertcourse", "benchmarks/zh_pretraining.py"]
 
 
-def run_command(scheme: str, seed: int) -> list[str]:
-    """The command line of one run (the recipe's defaults, the fixed number of steps)."""
-    output = RUNS / f"{scheme}-s{seed}"
-    return ["python", "-m", "bertcourse.pretrain", "--lang", "zh", *SCHEMES[scheme], *RUN_OPTIONS,
-            "--seed", str(seed), "--output", str(output.relative_to(ROOT))]  # fmt: skip
+def run_dir(scheme: str, seed: int, steps: int = STEPS) -> Path:
+    return RUNS / str(steps) / f"{scheme}-s{seed}"
 
 
-def recipe(scheme: str, seed: int = 0, **changes):
-    """The PretrainConfig of `run_command(scheme, seed)` (what the slice and tests run)."""
+def run_options(steps: int) -> list[str]:
+    every = str(min(1000, steps // 4))
+    return ["--steps", str(steps), "--eval-every", every, "--checkpoint-every", every,
+            "--threads", "1", "--no-progress"]  # fmt: skip
+
+
+def run_command(scheme: str, seed: int, steps: int = STEPS) -> list[str]:
+    """The command line of one run (the recipe's defaults, a fixed number of steps)."""
+    output = run_dir(scheme, seed, steps).relative_to(ROOT)
+    return ["python", "-m", "bertcourse.pretrain", "--lang", "zh", *SCHEMES[scheme],
+            *run_options(steps), "--seed", str(seed), "--output", str(output)]  # fmt: skip
+
+
+def recipe(scheme: str, seed: int = 0, steps: int = STEPS, **changes):
+    """The PretrainConfig of `run_command(scheme, seed, steps)` (what the slice and tests run)."""
     from bertcourse.pretraining.config import PretrainConfig
 
-    return PretrainConfig.for_language(
-        "zh", whole_word_mask=scheme == "wwm", steps=STEPS, eval_every=1000,
-        checkpoint_every=1000, threads=1, progress=False, seed=seed, **changes,
-    )  # fmt: skip
+    every = min(1000, steps // 4)
+    settings = dict(whole_word_mask=scheme == "wwm", steps=steps, eval_every=every,
+                    checkpoint_every=every, threads=1, progress=False, seed=seed)  # fmt: skip
+    return PretrainConfig.for_language("zh", **{**settings, **changes})
 
 
-def first_steps(scheme: str, steps: int = SLICE_STEPS) -> list[dict]:
+def first_steps(scheme: str, schedule_steps: int = STEPS, steps: int = SLICE_STEPS) -> list[dict]:
     """The training losses of the schedule's first `steps` steps (seed 0, one thread), logged
     at every step: what the committed runs did first, re-checked in tests."""
     import contextlib
@@ -76,7 +86,7 @@ def first_steps(scheme: str, steps: int = SLICE_STEPS) -> list[dict]:
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as out:
-        cfg = recipe(scheme, stop_after=steps, log_every=1, eval_every=0, checkpoint_every=0,
+        cfg = recipe(scheme, steps=schedule_steps, stop_after=steps, log_every=1, eval_every=0, checkpoint_every=0,
                      plots=False, measure_peak=False, output_dir=out)  # fmt: skip
         with contextlib.redirect_stderr(io.StringIO()):
             report = train(cfg).report
@@ -103,16 +113,44 @@ KEPT = ("parameters", "steps_done", "tokens_seen", "train_seconds", "tokens_per_
         "threads", "device", "unigram_baseline", "final_eval", "mlm_acc_over_baseline")  # fmt: skip
 
 
-def run_record(scheme: str, seed: int, report: dict) -> dict:
+def run_record(scheme: str, seed: int, steps: int, report: dict) -> dict:
     final, baseline = report["final_eval"], report["unigram_baseline"]
     return {
         "scheme": scheme,
         "seed": seed,
-        "command": " ".join(run_command(scheme, seed)),
+        "command": " ".join(run_command(scheme, seed, steps)),
+        "finished": report["steps_done"] == steps,
         **{k: report[k] for k in KEPT},
         "mlm_acc_at_mask_over_baseline": final["mlm_acc_at_mask"] / baseline["mlm_acc"],
         "corpus": report["corpus"],
         "eval_history": report["history"]["eval"],
+    }
+
+
+def stopped_run_report(path: Path) -> dict:
+    """The report of a run stopped before its last step, from its last checkpoint: the held-out
+    figures of `python -m bertcourse.pretrain evaluate` (the same questions), the position."""
+    import torch
+
+    from bertcourse.pretraining.evaluation import evaluate_checkpoint
+
+    state = torch.load(path / "checkpoint" / "trainer_state.pt", weights_only=False)
+    res = evaluate_checkpoint(path)
+    baseline = res.pop("unigram_baseline")
+    config = json.loads((path / "checkpoint" / "config.json").read_text())
+    return {
+        "parameters": None,
+        "steps_done": state["step"],
+        "tokens_seen": state["tokens"],
+        "train_seconds": state["train_seconds"],
+        "tokens_per_second": state["tokens"] / state["train_seconds"],
+        "threads": config["pretrain"]["threads"],
+        "device": "cpu",
+        "unigram_baseline": baseline,
+        "final_eval": res,
+        "mlm_acc_over_baseline": res["mlm_acc"] / baseline["mlm_acc"],
+        "corpus": {"lang": "zh", "tokenizer": config["pretrain"]["tokenizer"]},
+        "history": state["history"],
     }
 
 
@@ -158,19 +196,26 @@ def collect(args: argparse.Namespace) -> dict:
     records = []
     for scheme in SCHEMES:
         for seed in range(10):
-            path = RUNS / f"{scheme}-s{seed}" / "report.json"
-            if path.is_file():
-                report = json.loads(path.read_text())
-                if report["steps_done"] == STEPS:
-                    records.append(run_record(scheme, seed, report))
+            path = run_dir(scheme, seed, args.steps)
+            if (path / "report.json").is_file():
+                report = json.loads((path / "report.json").read_text())
+            elif args.stopped and (path / "checkpoint").is_dir():
+                report = stopped_run_report(path)
+            else:
+                continue
+            records.append(run_record(scheme, seed, args.steps, report))
     if not records:
-        raise SystemExit(f"no finished run in {RUNS}: run `train` first")
+        raise SystemExit(f"no finished run in {RUNS / str(args.steps)}: run `train` first")
     flops = step_flops()
-    model = export_model(RUNS / "wwm-s0") if (RUNS / "wwm-s0" / "report.json").is_file() else None
+    seed0 = run_dir("wwm", 0, args.steps)
+    model = None
+    if args.model and (seed0 / "checkpoint").is_dir():
+        model = export_model(seed0)
     out = {
         **provenance("benchmarks/zh_pretraining.py", sys.argv[1:], WATCHED),
         "conditions": args.conditions,
-        "steps": STEPS,
+        "steps": args.steps,
+        "recipe_steps": STEPS,
         "steps_reason": {
             "english_idle_10_minute_steps": list(ENGLISH_IDLE_STEPS),
             "gflop_per_step": flops,
@@ -179,11 +224,13 @@ def collect(args: argparse.Namespace) -> dict:
             ),
         },
         "recipe": {
-            k: v for k, v in asdict(recipe("char")).items() if k not in ("output_dir", "seed")
+            k: v
+            for k, v in asdict(recipe("char", steps=args.steps)).items()
+            if k not in ("output_dir", "seed", "whole_word_mask")
         },  # fmt: skip
         "runs": records,
         "summary": summary(records),
-        "first_steps": {scheme: first_steps(scheme) for scheme in SCHEMES},
+        "first_steps": {scheme: first_steps(scheme, args.steps) for scheme in SCHEMES},
         "model": model,
     }
     args.json.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
@@ -191,7 +238,7 @@ def collect(args: argparse.Namespace) -> dict:
 
 
 def train_one(args: argparse.Namespace) -> None:
-    command = run_command(args.scheme, args.seed)
+    command = run_command(args.scheme, args.seed, args.steps)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     subprocess.run([sys.executable, *command[1:]], cwd=ROOT, env=env, check=True)
 
@@ -202,8 +249,16 @@ def main(argv: list[str] | None = None) -> None:
     t = sub.add_parser("train", help="one run of the recipe")
     t.add_argument("--scheme", choices=sorted(SCHEMES), required=True)
     t.add_argument("--seed", type=int, required=True)
+    t.add_argument("--steps", type=int, default=STEPS, help=f"default {STEPS}, the recipe's")
     c = sub.add_parser("collect", help="the JSON from the finished runs, and the model")
     c.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    c.add_argument("--steps", type=int, default=STEPS, help="collect the runs of this schedule")
+    c.add_argument(
+        "--no-model", dest="model", action="store_false", help="do not export the seed-0 model"
+    )
+    c.add_argument(
+        "--stopped", action="store_true", help="also runs stopped early: their last checkpoint"
+    )
     c.add_argument("--conditions", default="", help="the machine's load while the runs ran")
     args = parser.parse_args(argv)
     if args.what == "train":

@@ -512,3 +512,29 @@ def test_zh_pretraining_command_runs_with_whole_words(tmp_path):
     assert report["steps_done"] == 3 and (tmp_path / "report.json").is_file()
     _, tokenizer = load_checkpoint(tmp_path)
     assert tokenizer.id_to_token(report["unigram_baseline"]["token_id"]) == "，"  # most frequent
+
+
+def test_committed_zh_runs_start_as_the_recipe_does():
+    """The first steps of the committed runs' schedule, run again: the same losses (the data,
+    masks, initial weights and updates of benchmarks/zh_pretraining.py's runs, seed 0)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("zh_pretraining", root / "benchmarks/zh_pretraining.py")  # fmt: skip
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    committed = json.loads(script.DEFAULT_JSON.read_text())
+    for run in committed["runs"]:  # each command is the recipe's, at the committed steps
+        assert run["command"] == " ".join(script.run_command(run["scheme"], run["seed"], committed["steps"]))  # fmt: skip
+        assert run["steps_done"] == committed["steps"] or not run["finished"]
+    for scheme in ("wwm", "char"):
+        here = script.first_steps(scheme, committed["steps"])
+        there = committed["first_steps"][scheme]
+        assert [r["step"] for r in here] == [r["step"] for r in there] == [1, 2, 3, 4]
+        for a, b in zip(here, there):
+            assert a["mlm_loss"] == pytest.approx(b["mlm_loss"], abs=1e-3)
+            assert a["nsp_loss"] == pytest.approx(b["nsp_loss"], abs=1e-3)
+    # whole words change the masks, so the two schemes' losses differ from the first step
+    assert committed["first_steps"]["wwm"][0]["mlm_loss"] != committed["first_steps"]["char"][0]["mlm_loss"]  # fmt: skip
