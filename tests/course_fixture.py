@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import os
 import shutil
 import subprocess
 import sys
@@ -47,12 +46,9 @@ def _generated() -> Path:
         atexit.register(shutil.rmtree, base, True)
         course = base / "course"
         shutil.copytree(SOURCE, course)
-        # nbgrader runs `alembic` from PATH: this Python's bin/ first, as when it is activated
-        path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
         done = subprocess.run(
             [sys.executable, "-m", "nbgrader", "generate_assignment", "toy", "--force"],
             cwd=course,
-            env={**os.environ, "PATH": path},
             capture_output=True,
             text=True,
         )
