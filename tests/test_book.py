@@ -49,6 +49,7 @@ EXERCISES = {
     "ch06_adam": "exercises/ch06_adam/adam.ipynb",
     "ch07_model": "exercises/ch07_assembly/assembly.ipynb",
     "ch08_finetuning": "exercises/ch08_finetuning/finetuning.ipynb",
+    "ch09_chinese": "exercises/ch09_chinese/chinese.ipynb",
 }
 
 
