@@ -233,10 +233,12 @@ def _outermost(paths: set[str]) -> list[str]:
 
 
 def _python_paths() -> set[str]:
-    """Folders the kernel's Python must read: prefixes, stdlib, site-packages, bertcourse."""
+    """Folders the kernel's Python must read: the virtual environment, the standard library,
+    site-packages, bertcourse. Not the base installation's prefix: for Debian's Python that is
+    /usr, every program of the machine (the interpreter itself is bound as a file, `layout`)."""
     import bertcourse
 
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)}
+    paths = {sys.prefix} if sys.prefix != sys.base_prefix else set()  # a virtual environment
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths()[key])
     paths.update(site.getsitepackages())
@@ -457,8 +459,9 @@ def clean_after(scratch_dir: str) -> None:
         for group in reversed(record.read_text().split()):
             _remove_cgroup(group)
     try:
-        with open("/proc/self/mountinfo") as f:
-            mounts = [line.split()[4] for line in f]
+        from bertcourse.grade.sandbox import mount_points
+
+        mounts = mount_points()
     except OSError:
         mounts = []
     for mount in sorted(mounts, key=len, reverse=True):

@@ -46,6 +46,7 @@ import ctypes
 import json
 import os
 import platform
+import re
 import resource
 import select
 import shutil
@@ -142,12 +143,21 @@ def _bind(source: str, target: str, writable: bool) -> None:
     _mount(None, target, None, flags)
 
 
+def mount_points(mountinfo: str = "/proc/self/mountinfo") -> list[str]:
+    """The mount points of this mount namespace, as paths: the kernel escapes a space, tab,
+    newline and backslash in `mountinfo` as octal (`\\040`), which a path with a space (a
+    course folder named "bert course") would otherwise keep."""
+    with open(mountinfo, encoding="utf-8", errors="surrogateescape") as f:
+        return [_OCTAL.sub(lambda m: chr(int(m.group(1), 8)), line.split()[4]) for line in f]
+
+
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
 def _read_only_below(root: str, folders: list[str], writable: list[str]) -> None:
     """Remount read-only every mount that a recursive bind brought in below `folders` (a bind
     remount covers one mount, not the ones inside it)."""
-    with open("/proc/self/mountinfo") as f:
-        points = [line.split()[4].replace("\\040", " ") for line in f]
-    for point in points:
+    for point in mount_points():
         if point in writable:
             continue
         if any(point != root + p and _inside(point, root + p) for p in folders):
