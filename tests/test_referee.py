@@ -97,6 +97,18 @@ def test_modules_are_rebuilt_only_on_the_kernel_side() -> None:
         codec.decode(text, "referee")  # the referee never builds an object from a message
 
 
+def test_frozen_parameters_stay_frozen_across_the_boundary() -> None:
+    """A parameter with requires_grad=False reaches the kernel frozen (chapter 6's groups keep
+    frozen parameters: an answer that drops them must see them frozen to make its mistake)."""
+    module = BertSelfAttention(BertConfig.tiny(hidden_size=16, num_attention_heads=4))
+    module.query.requires_grad_(False)
+    rebuilt = codec.decode(codec.encode({"m": module}), "kernel")["m"]
+    assert {n: p.requires_grad for n, p in rebuilt.named_parameters()} == {
+        n: p.requires_grad for n, p in module.named_parameters()
+    }
+    assert not rebuilt.query.weight.requires_grad and rebuilt.key.weight.requires_grad
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 def test_a_module_keeps_its_dtype_across_the_boundary(dtype) -> None:
     torch.manual_seed(0)

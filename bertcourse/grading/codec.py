@@ -191,6 +191,8 @@ class _Encoder:
             "state": state,
             "grads": grads,
             "training": m.training,
+            # parameters that take no gradient (frozen): the kernel's copy is frozen the same way
+            "frozen": [k for k, p in m.named_parameters() if not p.requires_grad],
         }
 
     def optimizer(self, opt: torch.optim.Optimizer) -> dict[str, Any]:
@@ -369,6 +371,11 @@ class _Decoder:
             params = dict(module.named_parameters())
             for name, grad in self._tensor_dict(node.get("grads", {}), depth).items():
                 params[name].grad = grad.clone()
+            frozen = node.get("frozen", [])
+            if not isinstance(frozen, list) or not set(frozen) <= set(params):
+                raise CodecError("a module's frozen parameters are not names of its parameters")
+            for name in frozen:
+                params[name].requires_grad_(False)
             module.train(bool(node.get("training", False)))
             self.modules.append(module)
             return module

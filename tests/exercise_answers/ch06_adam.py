@@ -211,6 +211,29 @@ def bert_adam_step(
     return decayed - lr * m / (torch.sqrt(v) + eps), m, v
 
 
+# %% wrong groups: only the trainable parameters (requires_grad): a frozen parameter is dropped
+# names: frozen parameters (requires_grad=False) left out
+def bert_param_groups(model, weight_decay):
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        skip = "bias" in name or "norm" in name
+        (no_decay if skip else decay).append((name, p))
+    return [
+        {
+            "params": [p for _, p in decay],
+            "param_names": [n for n, _ in decay],
+            "weight_decay": weight_decay,
+        },
+        {
+            "params": [p for _, p in no_decay],
+            "param_names": [n for n, _ in no_decay],
+            "weight_decay": 0.0,
+        },
+    ]
+
+
 # %% wrong groups: matches only transformers' name "LayerNorm" (bertcourse names it layer_norm)
 # names: only the name 'LayerNorm' excluded
 def bert_param_groups(model, weight_decay):
@@ -240,29 +263,6 @@ def bert_param_groups(model, weight_decay):
     return [
         {"params": [params[n] for n in decay], "param_names": decay, "weight_decay": weight_decay},
         {"params": [params[n] for n in no_decay], "param_names": no_decay, "weight_decay": 0.0},
-    ]
-
-
-# %% wrong groups: only the trainable parameters (requires_grad): a frozen parameter is dropped
-# names: frozen parameters (requires_grad=False) left out
-def bert_param_groups(model, weight_decay):
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        skip = "bias" in name or "norm" in name
-        (no_decay if skip else decay).append((name, p))
-    return [
-        {
-            "params": [p for _, p in decay],
-            "param_names": [n for n, _ in decay],
-            "weight_decay": weight_decay,
-        },
-        {
-            "params": [p for _, p in no_decay],
-            "param_names": [n for n, _ in no_decay],
-            "weight_decay": 0.0,
-        },
     ]
 
 
