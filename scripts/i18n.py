@@ -179,6 +179,8 @@ def page_catalogs() -> dict[str, Path]:
     out = {}
     for po in sorted(CATALOGS.rglob("*.po")):
         page = po.relative_to(CATALOGS).with_suffix("").as_posix()
+        if page.startswith("exercises/"):  # the assignments' (scripts/i18n_exercises.py)
+            continue
         if page not in THEME_DOMAINS and page != FIGURES_DOMAIN:
             out[page] = po
     return out
@@ -286,7 +288,7 @@ def needs_translation(msgid: str) -> bool:
 # --- update -----------------------------------------------------------------------------------
 
 
-def merge(pot: Path, po: Path) -> tuple[str, int, int]:
+def merge(pot: Path, po: Path, header: str | None = None) -> tuple[str, int, int]:
     """Merge `pot` into `po` as sphinx-intl does, keeping the previous English of fuzzy entries."""
     import polib
     from babel.messages.pofile import read_po, write_po
@@ -318,7 +320,7 @@ def merge(pot: Path, po: Path) -> tuple[str, int, int]:
     catalog.project = "bertcourse"
     catalog.copyright_holder = "the bertcourse authors"
     catalog.language_team = "bertcourse Chinese edition"
-    catalog.header_comment = (
+    catalog.header_comment = header or (
         f"# {page}.md in Chinese (zh_CN): translate the msgstr lines.\n"
         "# Refreshed by `python scripts/i18n.py update`; see locales/README.md.\n#"
     )
