@@ -19,6 +19,10 @@ Usage (from the repository root):
                                                     # table of book/exercises.md
     python solutions/_build_notebooks.py --release  # ... and regenerate exercises/ with nbgrader
     python solutions/_build_notebooks.py --check    # exit 1 if a notebook is out of date
+    python solutions/_build_notebooks.py --release --lang zh_CN
+        # ... and write the Chinese release exercises-zh_CN/ from exercises/ and the catalogues
+        # locales/zh_CN/LC_MESSAGES/exercises/*.po (scripts/i18n_exercises.py; with --check,
+        # also exit 1 if a Chinese release is out of date)
     python solutions/_build_notebooks.py --time-autograde 8
         # in a temporary copy of the course: autograde the solutions as one student, assignment
         # by assignment, then 8 students of chapter 1 in one command; print the times
@@ -30,6 +34,7 @@ from what its source builds, or when exercises/ differs from what nbgrader gener
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import resource
 import shutil
@@ -274,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="time autograding the solutions (one student, then N students of the first assignment)",
     )
+    parser.add_argument(
+        "--lang",
+        choices=["zh_CN"],
+        help="then write the release in this language too (exercises-<lang>/)",
+    )
     parser.add_argument("assignments", nargs="*", help="default: all")
     args = parser.parse_args(argv)
     names = args.assignments or assignment_names()
@@ -298,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
             EXERCISES_PAGE.write_text(page)
             print(f"wrote {EXERCISES_PAGE.relative_to(ROOT)}")
     if args.check:
+        if args.lang:
+            stale += translated_releases(names, args.lang, check=True)
         for path in stale:
             print(f"out of date: {path.relative_to(ROOT)}")
         return 1 if stale else 0
@@ -308,7 +320,21 @@ def main(argv: list[str] | None = None) -> int:
                 cwd=ROOT,
                 check=True,
             )
+    if args.lang:
+        translated_releases(names, args.lang, check=False)
     return 0
+
+
+def translated_releases(names: list[str], lang: str, check: bool) -> list[Path]:
+    """The release in `lang` from exercises/ and the catalogues (scripts/i18n_exercises.py)."""
+    sys.modules.setdefault("_build_notebooks", sys.modules[__name__])
+    spec = importlib.util.spec_from_file_location(
+        "i18n_exercises", ROOT / "scripts" / "i18n_exercises.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["i18n_exercises"] = module  # (its dataclasses look their module up there)
+    spec.loader.exec_module(module)
+    return module.write_releases(names, lang, check=check)
 
 
 if __name__ == "__main__":
