@@ -274,7 +274,7 @@ def invariant_problems(msgid: str, msgstr: str) -> list[str]:
     lost_numbers = sorted((src.numbers - dst.numbers).elements())
     if lost_numbers:
         problems.append(f"numbers missing from the translation: {lost_numbers}")
-    if msgstr.count("`") % 2 or msgstr.count("**") % 2:
+    if msgstr.count("`") % 2 or dst.rest.count("**") % 2:  # (** inside code is code)
         problems.append("unbalanced ` or ** in the translation")
     return problems
 

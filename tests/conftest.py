@@ -57,6 +57,8 @@ SLOW_TESTS = frozenset(
         ("test_book.py", "test_book_builds_on_a_busy_machine_offline_and_renders"),
         ("test_book.py", "test_a_failed_page_fails_every_build_until_it_is_fixed"),
         ("test_exercises.py", "test_assignment_grades"),
+        # a Chinese release of chapter 1 validated and autograded by nbgrader
+        ("test_exercises_zh.py", "test_a_chinese_submission_validates_and_grades_as_the_english"),
         ("test_exercises.py", "test_answers_in_process[ch00_tokenization]"),
         # the later chapters' answers build and train models (45 to 122 s each)
         ("test_exercises.py", "test_answers_in_process[ch05_nsp]"),
