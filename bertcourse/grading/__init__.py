@@ -49,6 +49,10 @@ The rules, common to all of them:
   inputs (tensors, modules, generators), so in-place changes cannot leak between them.
 - **Warnings** raised while the checked code runs are silenced: they go to stderr, which
   nbgrader (and `nbgrader validate`) would count as a failure of correct code.
+- **Language.** `set_language("zh_CN")` (the last line of a Chinese release's set-up cell)
+  makes every failure's text Chinese: the checks' words, the test cell's messages and hints, the
+  named mistakes (`i18n`, catalogue `locales/zh_CN/LC_MESSAGES/feedback.po`); what has no
+  translation stays English. The referee sets it from the notebook's metadata.
 - **Tolerances** default by dtype (float32: atol 1e-5, rtol 1e-4; float64: 1e-10, 1e-8), loose
   enough for a correct answer written differently (einsum, loops, another equivalent formula).
 """
@@ -62,6 +66,7 @@ from bertcourse.grading.checks import (
     check_value,
 )
 from bertcourse.grading.forbid import FORBIDDEN, forbidden, run
+from bertcourse.grading.i18n import get_language, set_language
 from bertcourse.grading.inputs import randint, randn
 from bertcourse.grading.optim import check_optimizer_steps, functional_step
 from bertcourse.grading.values import ForbiddenCallError, GradingError, describe
@@ -80,7 +85,9 @@ __all__ = [
     "describe",
     "forbidden",
     "functional_step",
+    "get_language",
     "randint",
     "randn",
     "run",
+    "set_language",
 ]

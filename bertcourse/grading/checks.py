@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from bertcourse.grading import i18n
 from bertcourse.grading.forbid import _reference_callable, run
 from bertcourse.grading.mistakes import HEADLINE_WIDTH, Mistake, diagnose
 from bertcourse.grading.mistakes import message as mistake_message
@@ -34,7 +35,7 @@ def _fail(header: str, lines: list[str], hint: str | None) -> None:
     text = header + "\n" + "\n".join("  " + line for line in lines)
     if hint:
         text += f"\nHint: {hint}"
-    raise GradingError(text)
+    raise GradingError(i18n.translate(text))
 
 
 def check_close(
@@ -250,8 +251,9 @@ class _PartLog:
     def summary(self, failing: str | None) -> str:
         marks = [f"{'✓' if ok else '✗'} {name}" for name, ok in self.results.items()]
         if failing:
-            marks.append(f"✗ {failing} (this cell)")
-        return "Parts checked so far: " + (", ".join(marks) if marks else "none")
+            marks.append("✗ " + i18n.format("{part} (this cell)", part=failing))
+        parts = ", ".join(marks) if marks else i18n.gettext("none")
+        return i18n.format("Parts checked so far: {parts}", parts=parts)
 
 
 _PARTS = _PartLog()
@@ -280,7 +282,11 @@ def learner_traceback(error: BaseException, tb: Any) -> list[str]:
     if frame is not None:
         code = frame.tb_frame.f_code
         source = linecache.getline(code.co_filename, frame.tb_lineno).strip()
-        lines.append(f"(in this cell, line {frame.tb_lineno}: {source})")
+        lines.append(
+            i18n.format(
+                "(in this cell, line {line}: {source})", line=str(frame.tb_lineno), source=source
+            )
+        )
     return [wrapped for line in lines for wrapped in _wrap(line)]
 
 

@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from bertcourse.grading import i18n
+
 # The first line of a failure must fit what `nbgrader validate` prints of a traceback line
 # (Validator.width 90: 4 spaces of indent, lines cut after 87 characters) and the JupyterLab
 # Validate dialog, which does not wrap.
@@ -41,19 +43,47 @@ class Mistake:
 
     @property
     def chapter(self) -> str:
-        """ "chapter N, Section" (no quotes, no remark), or "chapter N" when that is too long."""
+        """ "chapter N, Section" (no quotes, no remark), or "chapter N" when that is too long,
+        in the feedback's language (`i18n`)."""
         match = _WHERE.match(self.where)
         if not match:
-            return self.where
-        full = f"chapter {match.group(1)}, {match.group(2)}"
-        if len(self.name) + 3 + len(full) <= HEADLINE_WIDTH:
+            return i18n.gettext(self.where)
+        number, section = match.group(1), i18n.gettext(match.group(2))
+        full = i18n.format("chapter {number}, {section}", number=number, section=section)
+        if len(i18n.gettext(self.name)) + 3 + len(full) <= HEADLINE_WIDTH:
             return full
-        return f"chapter {match.group(1)}"
+        return i18n.format("chapter {number}", number=number)
 
     @property
     def headline(self) -> str:
         """The failure's first line: what is wrong, where the book explains it."""
-        return f"{self.name} — {self.chapter}"
+        return f"{i18n.gettext(self.name)} — {self.chapter}"
+
+    @property
+    def shortened(self) -> bool:
+        """Does the headline leave out part of `where` (a remark, or the section's name)?"""
+        match = _WHERE.match(self.where)
+        if not match:
+            return False
+        full = f"chapter {match.group(1)}, {match.group(2)}"
+        return match.end() < len(self.where) or len(self.name) + 3 + len(full) > HEADLINE_WIDTH
+
+    @property
+    def where_text(self) -> str:
+        """`where` in the feedback's language."""
+        match = _WHERE.match(self.where)
+        if i18n.get_language() == "en" or not match:
+            return i18n.gettext(self.where)
+        number, section = match.group(1), i18n.gettext(match.group(2))
+        remark = self.where[match.end() :].strip()
+        if remark.startswith("(") and remark.endswith(")"):
+            return i18n.format(
+                "chapter {number}, '{section}' ({remark})",
+                number=number,
+                section=section,
+                remark=i18n.gettext(remark[1:-1]),
+            )
+        return i18n.format("chapter {number}, '{section}'", number=number, section=section)
 
 
 def _attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, scale: float, dim: int):
@@ -467,9 +497,9 @@ def diagnose(
 
 def message(mistake: Mistake) -> str:
     """The headline, then why (and the section when the headline names only the chapter)."""
-    text = f"{mistake.headline}\n  Why: {mistake.why}."
-    if mistake.chapter != mistake.where.replace("'", ""):
-        text += f"\n  Read: {mistake.where}."
+    text = mistake.headline + "\n  " + i18n.format("Why: {why}.", why=i18n.gettext(mistake.why))
+    if mistake.shortened:
+        text += "\n  " + i18n.format("Read: {where}.", where=mistake.where_text)
     return text
 
 
