@@ -235,7 +235,7 @@ def _hidden_message(error: Exception) -> str:
     """The first line of a hidden test's failure: the call, its shapes and the mistake's name;
     never an input value (strings, lists, numbers) or an expected or obtained value."""
     first = str(error).splitlines()[0] if str(error) else type(error).__name__
-    first = re.sub(r"(expected|got|observed).*$", r"\1 ... (hidden)", first)
+    first = re.sub(r"(expected|got|observed|应为|实际为|观测到).*$", r"\1 ... (hidden)", first)
     for pattern, mark in _HIDDEN_VALUES:
         first = pattern.sub(mark, first)
     return f"a hidden test failed: {first[:300]}"

@@ -214,12 +214,23 @@ def _run_status(
     return Status.GRADED, []
 
 
+def _use_notebook_language(nb: Any) -> None:
+    """The referee's feedback in the notebook's language: a Chinese release says
+    {"bertcourse": {"lang": "zh_CN"}} in its metadata; anything else gives English."""
+    from bertcourse.grading import i18n
+
+    meta = nb.metadata.get("bertcourse", {}) if isinstance(nb.metadata, dict) else {}
+    lang = meta.get("lang", "en") if isinstance(meta, dict) else "en"
+    i18n.set_language(lang if lang in i18n.LANGUAGES else "en")
+
+
 def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> NotebookResult:
     """Status, part scores and the graded notebook of one notebook of the submission."""
     read = _read(task, nb_spec)
     if isinstance(read, NotebookResult):
         return read
     nb, tampering = read
+    _use_notebook_language(nb)
     tests = {c.name: CellResult(c.name, c.points or 0.0) for c in nb_spec.cells if c.is_test}
     jail = KernelJail(
         Capabilities.from_json(task.caps_json), task.limits, base_dir, task.hide, task.workers
