@@ -386,6 +386,22 @@ def slice_first_losses(steps: int = SLICE_STEPS) -> dict[str, list[float]]:
     return result
 
 
+def run_provenance(argv: list[str]) -> dict:
+    """`benchmarks.provenance`'s record; on a machine without git, the same without the commit."""
+    from benchmarks.provenance import provenance
+
+    try:
+        return provenance("benchmarks/zh_finetune.py", argv, WATCHED)
+    except FileNotFoundError:  # no git program: the rest of the record still says what ran
+        import platform
+
+        return {"command": "python benchmarks/zh_finetune.py " + " ".join(argv),
+                "date": time.strftime("%Y-%m-%d"), "bertcourse_commit": None,
+                "uncommitted_changes_to": None, "torch": torch.__version__,
+                "python": platform.python_version(),
+                "machine": {"cpu_count": os.cpu_count(), "processor": platform.machine()}}  # fmt: skip
+
+
 def device_name(device: str) -> str:
     if device == "cuda":
         return torch.cuda.get_device_name()
@@ -421,6 +437,7 @@ def main(argv: list[str] | None = None) -> dict:
     setup = replace(base, device=args.device)
     out_path = args.json or DEFAULT_JSON
     torch.set_num_threads(setup.threads)
+    record = run_provenance(argv)  # before the runs: the commit of the code that runs
     started = time.perf_counter()
     # the reviews first: their runs are the longest
     specs = [RunSpec(task, init, rate, seed) for task in TASKS for init in INITS
@@ -447,10 +464,8 @@ def main(argv: list[str] | None = None) -> dict:
                                   "test": test_score(setup, spec, choice["epoch"], state_dir)})  # fmt: skip
     test_summary = {task: {init: summary([t["test"] for t in tests if t["task"] == task and t["init"] == init])
                            for init in INITS} for task in TASKS}  # fmt: skip
-    from benchmarks.provenance import provenance
-
     result = {
-        **provenance("benchmarks/zh_finetune.py", argv, WATCHED),
+        **record,
         "conditions": args.conditions or ("quick slice" if args.quick else ""),
         "quick": args.quick,
         "device": args.device,
