@@ -169,9 +169,7 @@ def _template(msgid: str, msgstr: str) -> Template | None:
     names = tuple(p for is_p, p in pieces if is_p)
     if not names or not any(not is_p for is_p, _ in pieces):
         return None  # no placeholder, or nothing but placeholders (it would match anything)
-    if sorted(placeholders(msgstr)) != sorted(set(placeholders(msgstr))) or not set(
-        placeholders(msgstr)
-    ) <= set(names):
+    if set(placeholders(msgstr)) != set(names):
         return None  # a translation that drops or invents a value: keep the English
     pattern = "".join("(.+?)" if is_p else re.escape(p) for is_p, p in pieces)
     literal = sum(len(p) for is_p, p in pieces if not is_p)
