@@ -300,13 +300,17 @@ def eval_batches(
     dupe_factor: int = 2,
     max_examples: int | None = None,
     mlm_probability: float = 0.15,
+    whole_word_mask: bool = False,
 ) -> list[dict[str, torch.Tensor]]:
-    """Fixed evaluation batches from (held-out) documents: same pairs and masks every time."""
-    dataset = NspPairs(
-        corpus, epoch=-1, seed=seed, max_seq_length=max_seq_length, dupe_factor=dupe_factor
-    )
+    """Fixed evaluation batches from (held-out) documents: same pairs and masks every time.
+
+    ``whole_word_mask=True`` asks the same pairs with whole words masked (``corpus.word_starts``)
+    instead of single tokens: the questions a whole-word-masking run trained on."""
+    dataset = NspPairs(corpus, epoch=-1, seed=seed, max_seq_length=max_seq_length,
+                       dupe_factor=dupe_factor, whole_word_mask=whole_word_mask)  # fmt: skip
     n = len(dataset) if max_examples is None else min(max_examples, len(dataset))
-    collate = MlmCollator(corpus.vocab, seed=seed, epoch=-1, mlm_probability=mlm_probability)
+    collate = MlmCollator(corpus.vocab, seed=seed, epoch=-1, mlm_probability=mlm_probability,
+                          whole_word_mask=whole_word_mask)  # fmt: skip
     return [
         collate([dataset[i] for i in range(start, min(start + batch_size, n))])
         for start in range(0, n, batch_size)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import statistics
 from collections import Counter
 from functools import cache
 
@@ -527,14 +528,58 @@ def test_committed_zh_runs_start_as_the_recipe_does():
     spec.loader.exec_module(script)
     committed = json.loads(script.DEFAULT_JSON.read_text())
     for run in committed["runs"]:  # each command is the recipe's, at the committed steps
-        assert run["command"] == " ".join(script.run_command(run["scheme"], run["seed"], committed["steps"]))  # fmt: skip
+        device = run["device"].split(":")[0]  # the recipe on a CPU, or the same on a GPU
+        assert run["command"] == " ".join(script.run_command(run["scheme"], run["seed"], committed["steps"], device))  # fmt: skip
         assert run["steps_done"] == committed["steps"] or not run["finished"]
     for scheme in ("wwm", "char"):
-        here = script.first_steps(scheme, committed["steps"])
+        here = script.first_steps(scheme, committed["steps"], steps=10)
         there = committed["first_steps"][scheme]
-        assert [r["step"] for r in here] == [r["step"] for r in there] == [1, 2, 3, 4]
+        assert [r["step"] for r in here[:4]] == [r["step"] for r in there] == [1, 2, 3, 4]
         for a, b in zip(here, there):
             assert a["mlm_loss"] == pytest.approx(b["mlm_loss"], abs=1e-3)
             assert a["nsp_loss"] == pytest.approx(b["nsp_loss"], abs=1e-3)
+        # the committed seed-0 run itself (wherever it ran) started as this machine's re-run:
+        # its first logged window (steps 1-10) has the mean of the ten losses computed here
+        run = next(r for r in committed["runs"] if r["scheme"] == scheme and r["seed"] == 0)
+        logged = run["first_logged_train"]
+        assert logged["step"] == 10
+        assert logged["mlm_loss"] == pytest.approx(statistics.fmean(r["mlm_loss"] for r in here), abs=2e-3)  # fmt: skip
+        assert logged["nsp_loss"] == pytest.approx(statistics.fmean(r["nsp_loss"] for r in here), abs=2e-3)  # fmt: skip
     # whole words change the masks, so the two schemes' losses differ from the first step
     assert committed["first_steps"]["wwm"][0]["mlm_loss"] != committed["first_steps"]["char"][0]["mlm_loss"]  # fmt: skip
+
+
+def test_zh_heldout_questions_with_whole_words_ask_the_same_pairs():
+    """The second set of held-out questions (`heldout_batches(..., whole_word_mask=True)`): the
+    same pairs as the scored set, other chosen positions, and those cover whole gold words,
+    about 15% of the tokens."""
+    from bertcourse.config import IGNORE_INDEX
+    from bertcourse.loaders import NspPairs
+    from bertcourse.pretraining.config import PretrainConfig
+    from bertcourse.pretraining.evaluation import HELDOUT_SEED, heldout_batches, split_heldout
+
+    cfg = PretrainConfig.for_language("zh", eval_examples=200)
+    corpus, _ = zh_corpus()
+    _, held = split_heldout(corpus, cfg)
+    chars, words = heldout_batches(held, cfg), heldout_batches(held, cfg, whole_word_mask=True)
+    pairs = NspPairs(held, epoch=-1, seed=HELDOUT_SEED, max_seq_length=cfg.heldout_seq_length,
+                     dupe_factor=2, whole_word_mask=True)  # fmt: skip
+    chosen = n_tokens = chosen_words = 0
+    row = 0
+    for a, b in zip(chars, words):
+        assert torch.equal(a["next_sentence_label"], b["next_sentence_label"])
+        text_a = torch.where(a["labels"] != IGNORE_INDEX, a["labels"], a["input_ids"])
+        text_b = torch.where(b["labels"] != IGNORE_INDEX, b["labels"], b["input_ids"])
+        assert torch.equal(text_a, text_b)  # the same text under both masks
+        assert not torch.equal(a["labels"], b["labels"])
+        for picked in (b["labels"] != IGNORE_INDEX).tolist():
+            ex = pairs[row][1]
+            row += 1
+            for word in set(ex.word_ids) - {-1}:
+                inside = [p for p, w in zip(picked, ex.word_ids) if w == word]
+                assert all(inside) or not any(inside)  # a word is chosen whole or not at all
+                chosen_words += all(inside)
+            chosen += sum(picked)
+            n_tokens += ex.len_a + ex.len_b
+    assert row == 200 and chosen_words < chosen
+    assert 0.12 < chosen / n_tokens < 0.16, chosen / n_tokens

@@ -187,11 +187,16 @@ def split_heldout(corpus: TokenizedCorpus, cfg: PretrainConfig) -> tuple[Tokeniz
     return train_corpus, heldout
 
 
-def heldout_batches(heldout: TokenizedCorpus, cfg: PretrainConfig) -> list[dict[str, Tensor]]:
+def heldout_batches(
+    heldout: TokenizedCorpus, cfg: PretrainConfig, *, whole_word_mask: bool = False
+) -> list[dict[str, Tensor]]:
     """The held-out questions: the same pairs and masks for every run of a corpus (drawn with
-    HELDOUT_SEED and BERT's 15%, cut to ``cfg.heldout_seq_length``)."""
+    HELDOUT_SEED and BERT's 15%, cut to ``cfg.heldout_seq_length``), single tokens masked
+    whatever the run's scheme; ``whole_word_mask=True``: the same pairs with whole words
+    masked (a second set of questions, to compare the two schemes on each other's task)."""
     return eval_batches(
         heldout,
+        whole_word_mask=whole_word_mask,
         seed=HELDOUT_SEED,
         max_seq_length=cfg.heldout_seq_length,
         max_examples=cfg.eval_examples,
@@ -204,6 +209,7 @@ def evaluate_checkpoint(
     eval_seq_length: int | None = None,
     device: str = "cpu",
     with_transformers: bool = False,
+    whole_word_mask: bool = False,
 ) -> dict:
     """A saved run's metrics on its corpus's held-out set (the one :func:`train` uses).
 
@@ -211,14 +217,15 @@ def evaluate_checkpoint(
     figures do not depend on this machine's cached vocabulary. ``eval_seq_length`` overrides
     the run's (it is still cut to the run's ``max_seq_length``). ``with_transformers`` also
     scores the same weights with transformers' ``BertForPreTraining`` (``result["transformers"]``):
-    a check of the figures from outside this package's model code.
+    a check of the figures from outside this package's model code. ``whole_word_mask``: the
+    held-out pairs with whole words masked instead (:func:`heldout_batches`).
     """
     cfg = PretrainConfig.load(path)
     if eval_seq_length is not None:
         cfg = cfg.replace(eval_seq_length=eval_seq_length)
     model, tokenizer = load_checkpoint(path, device)
     train_corpus, heldout = split_heldout(tokenize_documents(run_documents(cfg), tokenizer), cfg)
-    batches = heldout_batches(heldout, cfg)
+    batches = heldout_batches(heldout, cfg, whole_word_mask=whole_word_mask)
     mask_id = Vocab.from_tokenizer(tokenizer).mask_id
     res = evaluate(model, batches, mask_id, torch.device(device))
     res |= {"seq_length": cfg.heldout_seq_length,
