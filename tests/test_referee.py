@@ -21,6 +21,7 @@ import os
 import pickle
 import random
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -854,3 +855,151 @@ def test_the_kernel_trace_does_not_count_an_earlier_parts_reference() -> None:
     finally:
         remote._namespace = old
     assert reply["ok"] and reply["forbidden"] == [], reply
+
+
+# --- autograd properties across the boundary (grading.probe) ---------------------------------
+
+
+def _course_tests(assignment: str, replaced: dict[str, str]) -> tuple[dict, dict]:
+    """(referee, in process) outcome of each test cell of `assignment`, with the answer cells
+    in `replaced` (grade id -> source) replaced: test cell id -> None when it passed, else the
+    message. The referee's kernel is `remote.serve` over a namespace that ran only the set-up
+    and answer cells, in a thread of its own (autograd's mode and saved-tensor hooks are per
+    thread, as they are per process), so nothing but codec data reaches the test cells."""
+    sys.path.insert(0, str(ROOT / "solutions"))
+    sys.path.insert(0, str(ROOT / "tests"))
+    import _build_notebooks as builder
+    from test_exercises import run_in_process
+
+    nb = nbformat.read(builder.notebook_path(assignment), as_version=4)
+    spec = _spec_of(nb, assignment)
+    answers = {
+        i: replaced.get(c.name, c.source)
+        for i, c in enumerate(spec.cells)
+        if c.solution and c.cell_type == "code"
+    }
+    namespace: dict = {"__name__": "__main__"}
+    for i, cell in enumerate(spec.cells):
+        if cell.cell_type == "code" and (i in answers or (cell.locked and not cell.grade)):
+            exec(compile(answers.get(i, cell.source), f"<kernel {cell.name}>", "exec"), namespace)
+
+    def send(request: str) -> str:
+        return kernel.submit(remote.serve, request).result()
+
+    referee = Referee(spec, assignment, sorted(answers.items()), send=send, secret=b"k" * 32)
+    judged = {}
+    old = remote._namespace
+    remote._namespace = lambda: namespace
+    kernel = ThreadPoolExecutor(max_workers=1)  # one thread: its autograd state persists
+    try:
+        with torch.random.fork_rng(devices=[]):
+            for cell in spec.cells:
+                if cell.cell_type == "code" and cell.locked and not cell.grade:
+                    referee.run_setup(cell.name)
+                elif cell.grade and cell.cell_type == "code":
+                    outcome = referee.run_test(cell.name, deadline=float("inf"))
+                    judged[cell.name] = None if outcome.passed else outcome.message
+    finally:
+        remote._namespace = old
+        kernel.shutdown()
+    assert referee.setup_error is None, referee.setup_error
+    return judged, run_in_process(nb, replaced)
+
+
+def _bank(assignment: str, label: str) -> dict[str, str]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_exercises import load_answers
+
+    (answer,) = [a for a in load_answers(assignment) if a.label.startswith(label)]
+    return {answer.grade_id: answer.source}
+
+
+@pytest.mark.parametrize(
+    "assignment, label, part, message",
+    [
+        ("ch07_assembly", None, None, None),
+        ("ch07_assembly", "the tied weight read through .data", "mlm_head_tests", "tied decoder weight"),
+        ("ch07_assembly", "the decoder product under torch.no_grad()", "mlm_head_tests", "tied decoder weight"),
+        ("ch07_assembly", "the MLM loss from detached logits", "forward_tests", "gradients of the model weights"),
+        ("ch07_assembly", "runs under torch.no_grad()", "forward_tests", "no autograd graph"),
+        ("ch08_finetuning", None, None, None),
+        ("ch08_finetuning", "no torch.no_grad(), the logits detached", "eval_tests", "recorded an autograd graph"),
+        ("ch08_finetuning", "torch.set_grad_enabled(False) left on", "eval_tests", "left gradients disabled"),
+        ("ch08_finetuning", "no torch.no_grad() (a graph", "eval_tests", "the logits carry an autograd graph"),
+    ],
+)  # fmt: skip
+def test_autograd_properties_cost_their_part_under_the_referee_and_in_process(
+    assignment, label, part, message
+) -> None:
+    """A graph does not cross the codec: `grading.probe.measure` takes the measurement in the
+    kernel and the referee compares values. The same test cell gives the same verdict in
+    process (nbgrader, the learner's notebook) and under the referee: the solution passes
+    every part, each wrong answer fails exactly its part, for the property's reason."""
+    replaced = _bank(assignment, label) if label else {}
+    judged, in_process = _course_tests(assignment, replaced)
+    for where, results in (("referee", judged), ("in process", in_process)):
+        failed = {k: v for k, v in results.items() if v is not None}
+        assert set(failed) == ({part} if part else set()), (where, failed)
+        if part:
+            assert message in failed[part], (where, failed[part])
+
+
+def _probe_serve(fn, args, probe) -> dict:
+    request = codec.encode(
+        {"fn": "f", "args": args, "kwargs": {}, "use_reference": {}, "forbid": [], "probe": probe.as_data()}
+    )  # fmt: skip
+    old = remote._namespace
+    remote._namespace = lambda: {"f": fn}
+    try:
+        return codec.decode(remote.serve(request), "referee")
+    finally:
+        remote._namespace = old
+
+
+def test_the_kernel_measures_autograd_and_restores_its_mode() -> None:
+    from bertcourse.grading.probe import Probe
+
+    x = torch.randn(5, 3)
+
+    def leaves_no_grad(x):
+        torch.set_grad_enabled(False)
+        return x * 2
+
+    reply = _probe_serve(leaves_no_grad, (x,), Probe())
+    assert reply["ok"] and reply["probe"]["grad_enabled"] == (True, False)
+    assert torch.is_grad_enabled()  # the kernel's mode is restored after the measurement
+
+    def detached(x):
+        return torch.tanh(x.requires_grad_()).detach()
+
+    reply = _probe_serve(detached, (x.clone(),), Probe())
+    assert reply["probe"]["graph"] == (False,) and reply["probe"]["saved"] >= 1
+
+    def wrong_count(module, x):
+        return x, x
+
+    attention = BertSelfAttention(BertConfig(vocab_size=10, hidden_size=4, num_attention_heads=1))
+    reply = _probe_serve(wrong_count, (attention, x), Probe((torch.ones(5, 3),), 0))
+    assert "f returned 2 tensor(s)" in reply["probe_error"]
+
+    def tied(module, x):  # a gradient for every trainable parameter, by name; .grad untouched
+        return x @ module.query.weight[:, :3].T
+
+    reply = _probe_serve(tied, (attention, x), Probe((torch.ones(5, 4),), 0))
+    grads = reply["probe"]["grads"]
+    assert torch.allclose(grads["query.weight"][:, :3], torch.ones(5, 4).T @ x)
+    assert grads["key.weight"] is None and reply["args_after"][0][0].grads == {}
+
+
+def test_a_forged_measurement_is_refused_or_compared() -> None:
+    """The referee builds a Measurement only from plain, well-typed values, and the gradients
+    in it are compared with its own reference (a forged gradient must be the right one)."""
+    from bertcourse.grading.probe import measurement
+
+    for forged in (None, {"graph": [True], "saved": 0, "grad_enabled": (True, True), "grads": None},
+                   {"graph": (True,), "saved": -1, "grad_enabled": (True, True), "grads": None},
+                   {"graph": (True,), "saved": True, "grad_enabled": (True, True), "grads": None},
+                   {"graph": (True,), "saved": 0, "grad_enabled": (True,), "grads": None},
+                   {"graph": (True,), "saved": 0, "grad_enabled": (True, True), "grads": {"w": 1.0}}):  # fmt: skip
+        with pytest.raises(grading.GradingError, match="measurement is not valid"):
+            measurement(None, forged)

@@ -18,10 +18,13 @@ Kernel side: `serve(request)` runs in the learner's kernel (sent by the referee 
 expression): it decodes the request, calls the learner's function from the notebook's
 namespace with the earlier parts replaced by references (`use_reference`) and the forbidden
 references stubbed (a second signal; the rule itself is static), and encodes the result.
+A call with a `probe` (`bertcourse.grading.probe.measure`) also takes the referee's fixed
+autograd measurement around the learner's function and sends it back as values.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import random
@@ -40,6 +43,7 @@ from bertcourse.grading.forbid import (
     forbidden_ops,
     is_forbidden_object,
 )
+from bertcourse.grading.probe import Meter, Probe, measurement
 from bertcourse.grading.values import GradingError
 
 MAX_TRACEBACK = 3000
@@ -88,7 +92,10 @@ class RemoteFunction:
         forbid: Iterable[str] = (),
         use_reference: Mapping[str, Any] | None = None,
         mirror_arguments: bool = True,
+        probe: Probe | None = None,
     ) -> Any:
+        """The learner's result; with `probe`, a `probe.Measurement` of the call taken in the
+        kernel (its autograd facts as values: see `bertcourse.grading.probe`)."""
         __tracebackhide__ = True
         name = self.__name__
         findings = self.session.code.violations(
@@ -114,6 +121,7 @@ class RemoteFunction:
                 "kwargs": dict(kwargs),
                 "use_reference": references,
                 "forbid": list(forbid),
+                **({"probe": probe.as_data()} if probe is not None else {}),
             }
         )
         self.session.calls += 1
@@ -139,7 +147,11 @@ class RemoteFunction:
         if mirror_arguments and isinstance(after, tuple) and len(after) == 2:
             mirror(args, after[0])
             mirror(kwargs, after[1])
-        return reply.get("result")
+        if probe is None:
+            return reply.get("result")
+        if isinstance(reply.get("probe_error"), str):  # the measurement failed on the result
+            raise GradingError(reply["probe_error"][:1000])
+        return measurement(reply.get("result"), reply.get("probe"))
 
 
 def mirror(local: Any, after: Any) -> Any:
@@ -255,6 +267,7 @@ def serve(request: str) -> str:
             return _reply({"ok": True, "result": None, "forbidden": [itself]})
         references = dict(call["use_reference"])  # dotted paths or functional steps
         args, kwargs = call["args"], call["kwargs"]
+        probe = Probe.from_data(call["probe"]) if "probe" in call else None
     except Exception as error:
         return _reply({"ok": False, "error": {"type": "GraderError", "message": repr(error)[:500]}})
     try:
@@ -264,9 +277,15 @@ def serve(request: str) -> str:
         with forbidden(call["forbid"], fn, references) as calls, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                with trace:
+                meter = Meter(probe) if probe is not None else None
+                with trace, meter or contextlib.nullcontext():
                     result = fn(*args, **kwargs)
                 outcome: dict[str, Any] = {"ok": True, "result": result}
+                if meter is not None:  # the referee's fixed measurement, outside the trace
+                    try:
+                        outcome["probe"] = meter.report(result, args, call["fn"])
+                    except GradingError as error:
+                        outcome["probe_error"] = str(error)
             except BaseException as error:  # noqa: BLE001 (reported to the referee)
                 if isinstance(error, (KeyboardInterrupt, SystemExit)):
                     raise

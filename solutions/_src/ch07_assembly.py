@@ -214,18 +214,18 @@ before = copy.deepcopy(head.state_dict())
 grading.run(mlm_head, head, h, forbid=FORBID_HEAD)
 grading.check_true(all(torch.equal(before[k], v) for k, v in head.state_dict().items()), "mlm_head changed the head's weights")
 # the decoder's weight is the tied word-embedding matrix: a backward through the scores must put
-# on it (and on every other weight) the gradient that the module's own forward gives
+# on it (and on every other weight) the gradient that the module's own forward gives. The
+# backward runs where the learner's function runs (probe.measure: in the grader's referee the
+# scores arrive as values, without their graph); the gradients are compared here.
+from bertcourse.grading.probe import measure  # noqa: E402
+
 TIED = "mlm_head's scores carry no gradient to the tied decoder weight"
-reference_head = copy.deepcopy(head)
-scores = grading.run(mlm_head, head, h, forbid=FORBID_HEAD)
-grading.check_true(torch.is_tensor(scores) and scores.requires_grad, TIED, hint="use head.decoder.weight, not .data or .detach(), and no torch.no_grad()")
-if scores.grad_fn is not None:  # the learner's own graph (the grader's referee receives values only)
-    upstream = grading.randn(*scores.shape, seed=15)
-    (scores * upstream).sum().backward()
-    (reference_head(h) * upstream).sum().backward()
-    grading.check_value(head.decoder.weight.grad, reference_head.decoder.weight.grad, "gradient on the tied decoder weight (the word embeddings)", hint="use head.decoder.weight, not .data or .detach()")
-    grading.check_value({n: p.grad for n, p in head.named_parameters()}, {n: p.grad for n, p in reference_head.named_parameters()}, "gradients of the head's weights")
-head.zero_grad(set_to_none=True)
+upstream = [grading.randn(3, 50, seed=15)]  # d(loss)/d(scores), (N, V)
+got = measure(mlm_head, head, h, upstream=upstream, module=0, forbid=FORBID_HEAD)
+expected = measure(lambda head, h: head(h), copy.deepcopy(head), h, upstream=upstream, module=0)
+grading.check_true(got.graph == (True,), TIED, hint="use head.decoder.weight, not .data or .detach(), and no torch.no_grad()")
+grading.check_value(got.grads["decoder.weight"], expected.grads["decoder.weight"], "gradient on the tied decoder weight (the word embeddings)", hint="use head.decoder.weight, not .data or .detach()")
+grading.check_value(got.grads, expected.grads, "gradients of the head weights")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=nsp_text
@@ -450,12 +450,28 @@ grading.check_close(pretraining_forward, transformers_forward, model, *pretraini
 training = randomize(BertForPreTraining(small_config()), seed=25).train()
 inputs = pretraining_inputs(training.config, 2, 7, seed=26, padded=1)
 expected = transformers_forward(copy.deepcopy(training), *inputs)
-got = grading.run(pretraining_forward, training, *inputs, forbid=FORBID_FORWARD, use_reference=PARTS)
+# its graph: a backward of upstream gradients through the three outputs must give the model's
+# weights (the tied word embeddings included) the gradients of bertcourse's own forward; the
+# backward runs where the learner's function runs (probe.measure), the comparison here
+from bertcourse.grading.probe import measure  # noqa: E402
+
+
+def own_forward(model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+    full = model(input_ids, token_type_ids, attention_mask)  # logits at every position
+    loss = model(input_ids, token_type_ids, attention_mask, labels, next_sentence_label).loss
+    return full.prediction_logits, full.seq_relationship_logits, loss
+
+
+upstream = [grading.randn(2, 7, training.config.vocab_size, seed=28), grading.randn(2, 2, seed=29), torch.tensor(0.5)]
+reference_graph = measure(own_forward, copy.deepcopy(training), *inputs, upstream=upstream, module=0)
+measured = measure(pretraining_forward, training, *inputs, upstream=upstream, module=0, forbid=FORBID_FORWARD, use_reference=PARTS)
+got = measured.result
 grading.check_true(all(m.training for m in training.modules()), "pretraining_forward switched a model in training mode to eval mode", hint="leave the model's mode to the caller")
 grading.run(pretraining_forward, model, *pretraining_inputs(model.config, 2, 5, seed=27), forbid=FORBID_FORWARD, use_reference=PARTS)
 grading.check_true(not any(m.training for m in model.modules()), "pretraining_forward switched a model in eval mode to training mode", hint="leave the model's mode to the caller")
-grading.check_true(isinstance(got, (tuple, list)) and len(got) == 3 and all(torch.is_tensor(t) and t.requires_grad for t in got), "pretraining_forward returned no autograd graph (torch.no_grad() or .detach()?): a training step back-propagates its loss")
+grading.check_true(isinstance(got, (tuple, list)) and len(got) == 3 and measured.graph == (True, True, True), "pretraining_forward returned no autograd graph (torch.no_grad() or .detach()?): a training step back-propagates its loss")
 grading.check_value(got, expected, "pretraining_forward of a model in training mode (dropout 0)", rtol=1e-4, atol=1e-4)
+grading.check_value(measured.grads, reference_graph.grads, "gradients of the model weights back-propagated through the outputs of pretraining_forward", rtol=1e-3, atol=1e-5, hint="keep the autograd graph: no torch.no_grad(), .detach() or .data")
 ### END HIDDEN TESTS
 
 # %% [markdown] id=outro

@@ -256,6 +256,9 @@ def evaluate(model, batches):
     ### END SOLUTION
 
 # %% [tests] id=eval_tests points=2
+from bertcourse.grading.probe import measure  # noqa: E402
+
+
 def reference_evaluate(model, batches):
     model.eval()
     with torch.no_grad():
@@ -265,34 +268,21 @@ def reference_evaluate(model, batches):
             "accuracy": (logits.argmax(-1) == labels).float().mean().item()}
 
 
-def records_graphs():
-    """Whether the learner's process records autograd graphs now: its classifier_head on an input
-    that requires grad (None when that part raises). The grader's referee runs the learner's
-    functions in another process, where this is the only way to see autograd's state."""
-    try:
-        logits, _ = grading.run(classifier_head, torch.ones(1, 2, requires_grad=True), torch.eye(2), torch.zeros(2), torch.tensor([0]))
-        return bool(logits.requires_grad)
-    except Exception:
-        return None
-
-
 def check_evaluate(model, batches):
     """The learner's evaluate against the reference, no autograd graph recorded or returned,
     autograd enabled after it as before, and the model as it was: same weights, no gradients,
-    the same mode."""
+    the same mode. Autograd's state is measured where the learner's function runs
+    (probe.measure: the grader's referee runs the test outside the learner's process)."""
     before, was_training = copy.deepcopy(model.state_dict()), model.training
     args = (copy.deepcopy(model), batches)
     expected = reference_evaluate(copy.deepcopy(model), batches)
-    enabled, graphs = torch.is_grad_enabled(), records_graphs()
-    saved = []  # tensors autograd saves for a backward: only while a graph is recorded
-    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.shape) or t, lambda t: t):
-        got = grading.run(evaluate, model, batches)
-    enabled_after, graphs_after = torch.is_grad_enabled(), records_graphs()
-    torch.set_grad_enabled(enabled)  # the rest of the notebook runs as before, whatever happened
-    grading.check_true(enabled_after == enabled and not (graphs and graphs_after is False), "evaluate left gradients disabled after it returned: training after it would learn nothing", hint="use `with torch.no_grad():`, which restores autograd at the end of the block")
+    measured = measure(evaluate, model, batches)  # restores autograd's mode afterwards
+    got = measured.result
+    grad_before, grad_after = measured.grad_enabled
+    grading.check_true(grad_after == grad_before, "evaluate left gradients disabled after it returned: training after it would learn nothing", hint="use `with torch.no_grad():`, which restores autograd at the end of the block")
     grading.check_true(isinstance(got, dict) and torch.is_tensor(got.get("logits")), "evaluate must return a dict with a tensor under 'logits'")
-    grading.check_true(not got["logits"].requires_grad, "the logits carry an autograd graph: run the model under torch.no_grad()")
-    grading.check_true(not saved, "evaluate recorded an autograd graph (detached afterwards?): run the model under torch.no_grad()")
+    grading.check_true(not any(measured.graph) and not got["logits"].requires_grad, "the logits carry an autograd graph: run the model under torch.no_grad()")
+    grading.check_true(measured.saved == 0, "evaluate recorded an autograd graph (detached afterwards?): run the model under torch.no_grad()")
     grading.check_value(got, expected, "evaluate(model, batches)", rtol=1e-4, atol=1e-5, mistakes="ch08:evaluate", args=args, call=lambda m, b: grading.run(evaluate, m, b))
     grading.check_value(model.state_dict(), before, "the model's weights after evaluate (it must not change them)", rtol=0.0, atol=0.0)
     grading.check_true(all(p.grad is None for p in model.parameters()), "evaluate left gradients in the model")

@@ -187,6 +187,12 @@ def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
     return float(loss.detach())
 
 
+# %% wrong mlm_head: the tied weight read through .data (no gradient reaches the word embeddings)
+def mlm_head(head, hidden_states):
+    x = head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states)))
+    return x @ head.decoder.weight.data.T + head.bias
+
+
 # %% wrong mlm_head: the tanh approximation of GELU
 # names: the tanh approximation of GELU
 def mlm_head(head, hidden_states):
@@ -271,6 +277,22 @@ def pretraining_forward(
     loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1)) + F.cross_entropy(
         seq_logits, next_sentence_label
     )
+    return prediction_logits, seq_logits, loss
+
+
+# %% wrong forward: the MLM loss from detached logits (only the NSP loss trains the model)
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)
+    bias = extended_attention_mask(attention_mask, h.dtype)
+    for layer in model.bert.encoder.layer:
+        h = encoder_layer(layer, h, bias)
+    prediction_logits = mlm_head(model.cls.predictions, h)
+    seq_logits = nsp_logits(model, h)
+    V = prediction_logits.shape[-1]
+    scores = prediction_logits.detach().reshape(-1, V)  # "only for the loss's value"
+    loss = F.cross_entropy(scores, labels.reshape(-1)) + F.cross_entropy(seq_logits, next_sentence_label)
     return prediction_logits, seq_logits, loss
 
 
@@ -373,12 +395,6 @@ def count_parameters(config):
     embeddings = (config.vocab_size + 512 + 2) * H + 2 * H
     layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H
     return embeddings + config.num_hidden_layers * layer + H * H + H
-
-
-# %% wrong mlm_head: the tied weight read through .data (no gradient reaches the word embeddings)
-def mlm_head(head, hidden_states):
-    x = head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states)))
-    return x @ head.decoder.weight.data.T + head.bias
 
 
 # %% wrong mlm_head: the decoder product under torch.no_grad() (the tied weight gets no gradient)

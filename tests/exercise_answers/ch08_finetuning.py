@@ -223,6 +223,24 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     return float(out.loss.detach())
 
 
+# %% wrong eval: no torch.no_grad(), the logits detached at the end (a graph is still recorded)
+def evaluate(model, batches):
+    was_training = model.training
+    model.eval()
+    logits, labels = [], []
+    for batch in batches:
+        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        logits.append(out.logits.detach())
+        labels.append(batch["labels"])
+    model.train(was_training)
+    logits, labels = torch.cat(logits), torch.cat(labels)
+    return {
+        "logits": logits,
+        "loss": F.cross_entropy(logits, labels).item(),
+        "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+    }
+
+
 # %% wrong eval: dropout left on (no model.eval())
 def evaluate(model, batches):
     logits, labels = [], []
@@ -365,24 +383,6 @@ def evaluate(model, batches):
         logits.append(
             model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
         )
-        labels.append(batch["labels"])
-    model.train(was_training)
-    logits, labels = torch.cat(logits), torch.cat(labels)
-    return {
-        "logits": logits,
-        "loss": F.cross_entropy(logits, labels).item(),
-        "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
-    }
-
-
-# %% wrong eval: no torch.no_grad(), the logits detached at the end (a graph is still recorded)
-def evaluate(model, batches):
-    was_training = model.training
-    model.eval()
-    logits, labels = [], []
-    for batch in batches:
-        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
-        logits.append(out.logits.detach())
         labels.append(batch["labels"])
     model.train(was_training)
     logits, labels = torch.cat(logits), torch.cat(labels)
