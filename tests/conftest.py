@@ -57,6 +57,8 @@ SLOW_TESTS = frozenset(
         ("test_book.py", "test_book_builds_on_a_busy_machine_offline_and_renders"),
         ("test_book.py", "test_a_failed_page_fails_every_build_until_it_is_fixed"),
         ("test_exercises.py", "test_assignment_grades"),
+        # a Chinese and an English submission of chapter 1 graded by the referee (77 s)
+        ("test_feedback_zh.py", "test_a_wrong_answer_under_the_referee"),
         # a Chinese release of chapter 1 validated and autograded by nbgrader
         ("test_exercises_zh.py", "test_a_chinese_submission_validates_and_grades_as_the_english"),
         ("test_exercises.py", "test_answers_in_process[ch00_tokenization]"),
@@ -78,6 +80,8 @@ SLOW_TESTS = frozenset(
         ("test_fillmask_heads.py", "test_pretraining_first_steps_reproduce"),
         ("test_fillmask_heads.py", "test_slice_reproduces_the_committed_figures"),
         ("test_finetune.py", "test_committed_run_reproduces_its_first_steps"),
+        ("test_zh_finetune.py", "test_committed_first_losses_reproduce"),  # 23 s
+        ("test_zh_finetune.py", "test_quick_slice_runs_and_holds_its_choices"),  # 23 s
         # pretraining runs: two seeded runs compared, the time fit, a checkpoint re-evaluated
         (
             "test_pretrain.py",

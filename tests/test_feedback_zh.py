@@ -181,15 +181,18 @@ def test_a_translation_that_loses_a_value_is_not_used():
 
 
 def test_every_named_mistake_has_a_chinese_headline_that_fits():
+    """83 columns at most (a Chinese character takes two), the section below when cut."""
     grading.set_language("zh_CN")
     for module in _script().catalogue_modules():
         for entries in module.CATALOGUE.values():
             for mistake in entries:
                 headline = mistake.headline
                 assert CJK.search(headline), headline
-                assert len(headline) <= mistakes.HEADLINE_WIDTH, headline
+                assert mistakes._width(headline) <= mistakes.HEADLINE_WIDTH, headline
                 text = mistakes.message(mistake)
                 assert "原因：" in text and text.endswith("。"), text
+                if not headline.endswith(mistake.chapter) or "，" not in mistake.chapter:
+                    assert "参见：第" in text, text  # the section the headline left out
 
 
 # --- the three places -----------------------------------------------------------------------
@@ -270,6 +273,17 @@ def test_a_wrong_answer_under_the_referee(tmp_path):
         rows = {row["student_id"]: row for row in csv.DictReader(f)}
     assert rows["en-student"]["status"] == rows["zh-student"]["status"] == "graded"
     assert float(rows["zh-student"]["sdpa_tests"] or 0) == 0.0
-    assert HEADLINE_EN in rows["en-student"]["detail"], rows["en-student"]["detail"]
-    assert HEADLINE_ZH in rows["zh-student"]["detail"], rows["zh-student"]["detail"]
+
+    def graded(student: str) -> str:  # the autograded notebook and the feedback of a student
+        files = [
+            p
+            for p in course.rglob("*")
+            if p.is_file() and student in p.parts and "submitted" not in p.parts
+        ]
+        assert files, student
+        return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files)
+
+    english, chinese = graded("en-student"), graded("zh-student")
+    assert HEADLINE_EN in english and HEADLINE_ZH not in english
+    assert HEADLINE_ZH in chinese and HEADLINE_EN not in chinese
     assert grading.get_language() == "en"  # this process: grading ran in the workers

@@ -18,6 +18,7 @@ import dataclasses
 import importlib
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +35,11 @@ HEADLINE_WIDTH = 83
 _WHERE = re.compile(r"chapter (\d+), '(.*?)'(?= \(|$)")
 
 
+def _width(text: str) -> int:
+    """Columns on a terminal: a wide (Chinese) character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 @dataclasses.dataclass(frozen=True)
 class Mistake:
     name: str  # short: "scores divided by d_k, not sqrt(d_k)"
@@ -41,18 +47,28 @@ class Mistake:
     where: str  # the book section that explains it: "chapter N, 'Section'" (+ a remark)
     compute: Callable[..., Any]  # what the mistake gives, from the reference's arguments
 
-    @property
-    def chapter(self) -> str:
-        """ "chapter N, Section" (no quotes, no remark), or "chapter N" when that is too long,
-        in the feedback's language (`i18n`)."""
+    def _full_chapter(self) -> tuple[str, str] | None:
+        """("chapter N, Section", "chapter N") in the feedback's language (`i18n`)."""
         match = _WHERE.match(self.where)
         if not match:
-            return i18n.gettext(self.where)
+            return None
         number, section = match.group(1), i18n.gettext(match.group(2))
-        full = i18n.format("chapter {number}, {section}", number=number, section=section)
-        if len(i18n.gettext(self.name)) + 3 + len(full) <= HEADLINE_WIDTH:
-            return full
-        return i18n.format("chapter {number}", number=number)
+        return (
+            i18n.format("chapter {number}, {section}", number=number, section=section),
+            i18n.format("chapter {number}", number=number),
+        )
+
+    @property
+    def chapter(self) -> str:
+        """ "chapter N, Section" (no quotes, no remark), or "chapter N" when that is too long
+        (in columns: a Chinese character takes two), in the feedback's language."""
+        parts = self._full_chapter()
+        if parts is None:
+            return i18n.gettext(self.where)
+        full, short = parts
+        return (
+            full if _width(i18n.gettext(self.name)) + 3 + _width(full) <= HEADLINE_WIDTH else short
+        )
 
     @property
     def headline(self) -> str:
@@ -63,10 +79,8 @@ class Mistake:
     def shortened(self) -> bool:
         """Does the headline leave out part of `where` (a remark, or the section's name)?"""
         match = _WHERE.match(self.where)
-        if not match:
-            return False
-        full = f"chapter {match.group(1)}, {match.group(2)}"
-        return match.end() < len(self.where) or len(self.name) + 3 + len(full) > HEADLINE_WIDTH
+        parts = self._full_chapter()
+        return bool(match and parts) and (match.end() < len(self.where) or self.chapter != parts[0])
 
     @property
     def where_text(self) -> str:
