@@ -58,6 +58,7 @@ ZH_BUILD = ROOT / "_build" / "zh" / "html"
 THEME_DOMAINS = ("sphinx", "booktheme")
 # the words of the figures: every `label("...")` in bertcourse/viz (bertcourse/viz/lang.py)
 FIGURES_DOMAIN = "figures"
+FEEDBACK_DOMAIN = "feedback"  # not a page: the grader's feedback (scripts/i18n_feedback.py)
 FIGURE_SOURCES = ROOT / "bertcourse" / "viz"
 PO_WIDTH = 79
 
@@ -180,6 +181,8 @@ def page_catalogs() -> dict[str, Path]:
     for po in sorted(CATALOGS.rglob("*.po")):
         page = po.relative_to(CATALOGS).with_suffix("").as_posix()
         if page.startswith("exercises/"):  # the assignments' (scripts/i18n_exercises.py)
+            continue
+        if page == FEEDBACK_DOMAIN:  # the grader's messages (scripts/i18n_feedback.py)
             continue
         if page not in THEME_DOMAINS and page != FIGURES_DOMAIN:
             out[page] = po
