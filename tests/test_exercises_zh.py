@@ -205,6 +205,44 @@ def test_the_setup_cell_sets_the_language(assignment) -> None:
         grading.set_language(before)
 
 
+def _spec(assignment: str):
+    """The referee's view of the instructor's notebook (as bertcourse.grade.assignment reads it
+    from the gradebook): every cell with a grade id."""
+    from bertcourse.grade.assignment import CellSpec, NotebookSpec, strip_hidden_tests
+
+    cells = []
+    for cell in nbformat.read(builder.notebook_path(assignment), as_version=4).cells:
+        md = cell.metadata.get("nbgrader")
+        if md:
+            cells.append(
+                CellSpec(
+                    md["grade_id"], cell.cell_type, md["locked"], cell.source,
+                    strip_hidden_tests(cell.source), None, md["grade"], md["solution"],
+                    md["task"], md.get("points"),
+                )
+            )  # fmt: skip
+    return NotebookSpec(builder.notebook_path(assignment).stem, cells, [])
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_referee_sees_no_tampering_in_a_chinese_release(assignment) -> None:
+    """python -m bertcourse.grade accepts the set-up cell's language line of a release whose
+    metadata names the language, and nothing else: the line without the metadata, or another
+    line, is an edit of a read-only cell."""
+    from bertcourse.grade.submission import find_tampering
+
+    spec = _spec(assignment)
+    assert find_tampering(chinese(assignment), spec) == []
+    assert find_tampering(english(assignment), spec) == []
+    unmarked = chinese(assignment)
+    del unmarked.metadata["bertcourse"]
+    assert find_tampering(unmarked, spec) == ["edited read-only cell 'setup'"]
+    other = chinese(assignment)
+    setup = next(c for c in other.cells if c.cell_type == "code")
+    setup.source = setup.source.replace("set_language", "set_lang")
+    assert find_tampering(other, spec) == ["edited read-only cell 'setup'"]
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_declared_assignments_have_chinese_statements(assignment) -> None:
     """An assignment declared translated shows Chinese in every statement cell."""

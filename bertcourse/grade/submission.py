@@ -141,9 +141,21 @@ def _nbgrader_md(cell: NotebookNode) -> dict | None:
     return md if isinstance(md, dict) else None
 
 
+def _language_line(nb: NotebookNode) -> str | None:
+    """The line a translated release (metadata {"bertcourse": {"lang": ...}}) adds at the end
+    of its set-up cell (scripts/i18n_exercises.py); None for the English release."""
+    meta = nb.get("metadata")
+    meta = meta.get("bertcourse") if isinstance(meta, dict) else None
+    lang = meta.get("lang") if isinstance(meta, dict) else None
+    if isinstance(lang, str) and lang.replace("_", "").isalpha() and len(lang) <= 10:
+        return f'grading.set_language("{lang}")'
+    return None
+
+
 def find_tampering(nb: NotebookNode, spec: NotebookSpec) -> list[str]:
     """Every change to what the instructor locked, as messages (empty: none)."""
     problems: list[str] = []
+    language_line = _language_line(nb)
     known = {c.name: c for c in spec.cells}
     counts: Counter[str] = Counter()
     stripped: set[str] = set()
@@ -188,7 +200,9 @@ def find_tampering(nb: NotebookNode, spec: NotebookSpec) -> list[str]:
         if changes:
             problems.append(f"changed nbgrader metadata of '{gid}' ({', '.join(changes)})")
         if src.locked and not src.solution and src.cell_type == "code":
-            if _norm(cell.get("source", "")) != _norm(src.visible_source):
+            got, want = _norm(cell.get("source", "")), _norm(src.visible_source)
+            translated = language_line and not src.is_test and got == f"{want}\n{language_line}"
+            if got != want and not translated:
                 kind = "test cell" if src.is_test else "read-only cell"
                 problems.append(f"edited {kind} '{gid}'")
     for src in spec.cells:
