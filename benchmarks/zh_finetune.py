@@ -390,6 +390,13 @@ def slice_first_losses(steps: int = SLICE_STEPS) -> dict[str, list[float]]:
     return result
 
 
+def model_sha256() -> dict[str, str]:
+    """The fine-tuned model's files by content: a result file names the weights it started from."""
+    import hashlib
+
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(MODEL_DIR.iterdir())}
+
+
 def run_provenance(argv: list[str]) -> dict:
     """`benchmarks.provenance`'s record; on a machine without git, the same without the commit."""
     from benchmarks.provenance import provenance
@@ -478,6 +485,7 @@ def main(argv: list[str] | None = None) -> dict:
         "setup": asdict(setup),
         "recipe": asdict(setup.recipe(float("nan"), 0)) | {"learning_rate": "from rates", "seed": "from seeds"},
         "model": str(MODEL_DIR.relative_to(ROOT)),
+        "model_sha256": model_sha256(),
         "data": other["data"],
         "runs": runs,
         "chosen": chosen,

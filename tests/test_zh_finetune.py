@@ -300,8 +300,15 @@ def test_committed_split_sizes_are_the_data_functions():
     assert recorded["f1"] == pytest.approx(singles.f1)
 
 
+def test_committed_file_names_the_committed_model():
+    # files written before the hashes were recorded rely on the first losses (below) instead
+    if "model_sha256" in COMMITTED:
+        assert COMMITTED["model_sha256"] == bench.model_sha256()
+
+
 def test_committed_first_losses_reproduce():
-    """The first training steps of both tasks from the committed model, on the CPU."""
+    """The first training steps of both tasks from the committed model, on the CPU (a first
+    loss comes before any update: it changes with the model's weights, not the rate)."""
     again = bench.slice_first_losses()
     for task in bench.TASKS:
         assert again[task] == pytest.approx(COMMITTED["slice_first_losses"][task], abs=1e-4)
@@ -317,3 +324,4 @@ def test_quick_slice_runs_and_holds_its_choices(tmp_path):
         expected = COMMITTED["slice_first_losses"][task]
         assert record["slice_first_losses"][task] == pytest.approx(expected, abs=1e-4)
     assert record["data"]["segmentation"]["sizes"] == {"train": 64, "validation": 32, "test": 32}
+    assert record["model_sha256"] == bench.model_sha256()
