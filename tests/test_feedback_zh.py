@@ -41,6 +41,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 """
 HEADLINE_EN = "scores divided by d_k, not sqrt(d_k) — chapter 1, Scaled dot-product attention"
 HEADLINE_ZH = "分数除以了 d_k，而不是 sqrt(d_k) — 第 1 章，缩放点积注意力"
+CHINESE_RELEASE = ROOT / "exercises-zh_CN" / "ch01_attention" / "attention.ipynb"
 
 
 def _script():
@@ -222,6 +223,18 @@ def test_a_wrong_answer_in_the_learners_kernel():
     assert result["split_heads_tests"] is None  # the other parts still pass
 
 
+def test_the_chinese_release_in_the_learners_kernel():
+    """The committed Chinese release (exercises-zh_CN, its set-up cell ends with
+    grading.set_language("zh_CN")) with the wrong answer: its visible test names the mistake
+    in Chinese."""
+    from test_exercises import run_in_process
+
+    release = nbformat.read(CHINESE_RELEASE, as_version=4)
+    assert release.metadata["bertcourse"] == {"lang": "zh_CN"}
+    result = run_in_process(release, {"sdpa": WRONG_SDPA})
+    assert result["sdpa_tests"].splitlines()[0] == f"GradingError: {HEADLINE_ZH}"
+
+
 def test_the_worker_takes_the_notebooks_language():
     from bertcourse.grade.worker import _use_notebook_language
 
@@ -246,8 +259,9 @@ def test_a_hidden_chinese_failure_shows_no_value():
 
 
 def test_a_wrong_answer_under_the_referee(tmp_path):
-    """python -m bertcourse.grade on two submissions of one wrong answer: the one whose notebook
-    says zh_CN gets the Chinese headline, the English one the English headline."""
+    """python -m bertcourse.grade on two submissions of one wrong answer, one from the English
+    release, one from the committed Chinese release (its metadata says zh_CN): each gets the
+    headline in its language."""
     from test_exercises import builder, fill, make_course, nbgrader
 
     from bertcourse.grade.runner import Options, run
@@ -257,10 +271,9 @@ def test_a_wrong_answer_under_the_referee(tmp_path):
     nbgrader(course, "generate_assignment", assignment)
     notebook = builder.notebook_path(assignment).stem
     release = nbformat.read(course / "exercises" / assignment / f"{notebook}.ipynb", as_version=4)
-    for student, lang in (("en-student", None), ("zh-student", "zh_CN")):
-        nb = fill(release, {"sdpa": WRONG_SDPA})
-        if lang:
-            nb.metadata["bertcourse"] = {"lang": lang}
+    chinese_release = nbformat.read(CHINESE_RELEASE, as_version=4)  # the metadata says zh_CN
+    for student, notebook_release in (("en-student", release), ("zh-student", chinese_release)):
+        nb = fill(notebook_release, {"sdpa": WRONG_SDPA})
         folder = course / ".grading" / "submitted" / student / assignment
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{notebook}.ipynb")
