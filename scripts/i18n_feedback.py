@@ -25,9 +25,11 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import functools
 import importlib
 import importlib.util
 import pkgutil
+import re
 import sys
 from pathlib import Path
 
@@ -208,9 +210,38 @@ def merge(po: polib.POFile, found: dict[str, list[tuple[str, int]]]) -> polib.PO
     return merged
 
 
-def problems(po: polib.POFile, found: dict[str, list[tuple[str, int]]]) -> list[str]:
-    """What keeps the catalogue from being complete and current."""
+# identifiers a translation keeps as they are: dotted names, snake_case, camelCase
+_IDENTIFIER = re.compile(
+    r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z0-9]*_[A-Za-z0-9_]+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*"
+)
+
+
+@functools.cache
+def _book_checks():
+    """scripts/i18n.py, the book's catalogue checks (numbers, inline code, math kept)."""
+    spec = importlib.util.spec_from_file_location("book_i18n", ROOT / "scripts" / "i18n.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def faithfulness(msgid: str, msgstr: str, book=None) -> list[str]:
+    """What a translation must keep: the placeholders, the identifiers, and (the book's own
+    rules) every number, inline code and math."""
     out = []
+    if sorted(i18n.placeholders(msgstr)) != sorted(i18n.placeholders(msgid)):
+        out.append("placeholders differ")
+    lost = [t for t in _IDENTIFIER.findall(msgid) if t != "e.g" and t not in msgstr]
+    if lost:
+        out.append(f"identifiers missing: {lost}")
+    return out + (book or _book_checks()).invariant_problems(msgid, msgstr)
+
+
+def problems(po: polib.POFile, found: dict[str, list[tuple[str, int]]]) -> list[str]:
+    """What keeps the catalogue from being complete, current and faithful."""
+    out = []
+    book = _book_checks()
     entries = {e.msgid: e for e in po if not e.obsolete}
     out += [f"missing from {PO.name}: {m!r}" for m in found if m not in entries]
     out += [f"no longer extracted: {m!r}" for m in entries if m not in found]
@@ -219,8 +250,11 @@ def problems(po: polib.POFile, found: dict[str, list[tuple[str, int]]]) -> list[
             out.append(f"untranslated: {msgid!r}")
         elif entry.fuzzy:
             out.append(f"fuzzy: {msgid!r}")
-        elif sorted(i18n.placeholders(entry.msgstr)) != sorted(i18n.placeholders(msgid)):
-            out.append(f"placeholders differ: {msgid!r} -> {entry.msgstr!r}")
+        else:
+            out += [
+                f"{p}: {msgid!r} -> {entry.msgstr!r}"
+                for p in faithfulness(msgid, entry.msgstr, book)
+            ]
     return out
 
 

@@ -111,6 +111,20 @@ def test_the_extraction_reads_the_test_cells_and_the_catalogues():
     assert [m for m in expected if m not in found] == []
 
 
+def test_the_check_catches_a_lost_number_identifier_or_placeholder():
+    faithfulness = _script().faithfulness
+    msgid = "the loss at step {step + 1} of bert_param_groups (max_grad_norm=0.05)"
+    assert (
+        faithfulness(msgid, "bert_param_groups 第 {step + 1} 步的损失（max_grad_norm=0.05）") == []
+    )
+    for wrong in (
+        "bert_param_groups 第 {step + 1} 步的损失（max_grad_norm=0.5）",  # a number
+        "参数组第 {step + 1} 步的损失（max_grad_norm=0.05）",  # an identifier
+        "bert_param_groups 第 {step} 步的损失（max_grad_norm=0.05）",  # a placeholder
+    ):
+        assert faithfulness(msgid, wrong), wrong
+
+
 def test_a_changed_msgid_keeps_its_translation_as_fuzzy():
     script = _script()
     import polib
