@@ -13,7 +13,8 @@ The msgids (the English, as it is shown; `bertcourse/grading/i18n.py` explains t
 * the literal messages, hints and `what`s that the exercises' cells (`solutions/_src/*.py`)
   pass to `grading.*` checks: a plain string is one msgid per line; an f-string is a template
   whose placeholders are its expressions as written (`{which}`, `{variance:.2f}`), which the
-  translation must keep; a name bound to a string at module level is followed;
+  translation must keep; a name bound to a string at module level is followed, and so is a
+  parameter of a helper the cells define (the literals its calls pass for it);
 * `VALUES`: words that fill those placeholders (the loops' `which` in chapter 6).
 
 `update` keeps every translation; an entry whose msgid is new gets the translation of the
@@ -105,6 +106,29 @@ def _shown_arguments(call: ast.Call) -> list[ast.AST]:
     return shown + [kw.value for kw in call.keywords if kw.arg in SHOWN_KEYWORDS]
 
 
+def _forwarded(tree: ast.Module, argument: ast.AST) -> list[ast.AST]:
+    """When `argument` is a parameter of the function around it (a test cell's helper,
+    `check_step(..., what)`), the arguments every call of that function passes for it."""
+    if not isinstance(argument, ast.Name):
+        return []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef) or not any(
+            n is argument for n in ast.walk(function)
+        ):
+            continue
+        names = [a.arg for a in function.args.args]
+        if argument.id not in names:
+            return []
+        index = names.index(argument.id)
+        passed = []
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) == function.name:
+                passed += call.args[index : index + 1]
+                passed += [k.value for k in call.keywords if k.arg == argument.id]
+        return passed
+    return []
+
+
 def source_messages(path: Path) -> dict[str, list[tuple[str, int]]]:
     """msgid -> occurrences, from the grading calls of one exercise source."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -119,7 +143,8 @@ def source_messages(path: Path) -> dict[str, list[tuple[str, int]]]:
     for call in ast.walk(tree):
         if not isinstance(call, ast.Call):
             continue
-        for argument in _shown_arguments(call):
+        shown = _shown_arguments(call)
+        for argument in shown + [a for s in shown for a in _forwarded(tree, s)]:
             for text in _strings(argument, constants):
                 for line in text.split("\n"):
                     if line.strip():

@@ -163,6 +163,11 @@ def test_checks_speak_chinese_with_their_values():
     assert text == "做权重衰减的参数组的 weight_decay\n"  # (check_true's text ends so)
     text = _failure(grading.check_tensor, torch.zeros(2), shape=(3,), what="labels")
     assert text == "labels：形状应为 (3,)，实际为 (2,)\n"  # an identifier stays as it is
+    # a part of a value: its name translated, the index kept
+    text = _failure(grading.check_close, lambda x: (x, x + 1), lambda x: (x, x), torch.zeros(2))
+    assert text.splitlines()[1].startswith("  输出[1]：2 个值中有 2 个不同"), text
+    text = _failure(grading.check_value, {"loss": 2.0}, {"loss": 3.0}, "the loss at step 3")
+    assert text.splitlines()[1] == "  第 3 步的损失['loss']：应为 3，实际为 2（绝对误差 1）"
 
 
 def test_what_has_no_translation_stays_english():

@@ -13,6 +13,8 @@ A failure's text is translated line by line when the check raises (`translate`):
   matched against the templates of the catalogue, whose placeholders (`{which}`, `{what}`) match
   any text; the matched values are translated in turn when they are msgids themselves
   (`"wrong {what}:"` with what = `"the loss"`), and go into the msgstr's placeholders;
+- a value's name followed by a part of it (`output[1]`, `the loss at step 3['loss']`) gets
+  the name's translation, the index kept;
 - anything else stays English. A translation never raises and is never empty.
 
 The named mistakes are translated where they are shown (`mistakes.message`): their names,
@@ -55,9 +57,6 @@ HELPER_MESSAGES = (
     "result",
     "output",
     "input",
-    "output[{index}]",
-    "output.{field}",
-    "input[{index}]",
     # values._compare
     "{where}: expected whole numbers ({dtype}), got fractions",
     "{where}: {count} of {total} entries differ; first at index {index}: expected {expected}, "
@@ -234,11 +233,20 @@ def format(msgid: str, **values: str) -> str:  # noqa: A001 (the gettext idiom)
     return fill(translated, {f"{{{k}}}": v for k, v in values.items()})
 
 
+# a part of a value, after its name: "output[1]", "the loss at step 3['loss']", "output.context"
+_PART = re.compile(r"(?:\[[^\[\]]*\]|\.[A-Za-z_]\w*)+$")
+
+
 def _lookup(cat: Catalogue, text: str, depth: int) -> str:
     if text in cat.exact:
         return cat.exact[text]
     if depth >= 3 or not text:
         return text
+    part = _PART.search(text)
+    if part and part.start() > 0:  # the name translated, the index or field kept
+        name = _lookup(cat, text[: part.start()], depth + 1)
+        if name != text[: part.start()]:
+            return name + part.group(0)
     for template in cat.templates:
         match = template.pattern.fullmatch(text)
         if match:
