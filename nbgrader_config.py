@@ -61,3 +61,44 @@ c.Execute.timeout = 60
 # preprocessor; the test helpers in bertcourse.grading silence warnings themselves.)
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"\w*Warning: "
+
+# A translated release (exercises-zh_CN/, notebook metadata {"bertcourse": {"lang": "zh_CN"}})
+# ends its set-up cell with `grading.set_language("zh_CN")`: the feedback's language. autograde's
+# OverwriteCells puts the gradebook's English set-up cell back, so the line is added again after
+# it (the statements stay the gradebook's English: a learner's markdown never reaches the
+# feedback). scripts/i18n_exercises.py writes the line; tests/test_exercises_zh.py checks both.
+from nbgrader.preprocessors import (  # noqa: E402
+    CheckCellMetadata,
+    ClearOutput,
+    DeduplicateIds,
+    NbGraderPreprocessor,
+    OverwriteCells,
+    OverwriteKernelspec,
+)
+
+
+class RestoreLanguage(NbGraderPreprocessor):
+    languages = ("zh_CN",)
+
+    def preprocess(self, nb, resources):
+        meta = nb.metadata.get("bertcourse")
+        lang = meta.get("lang") if isinstance(meta, dict) else None
+        setup = [
+            cell
+            for cell in nb.cells
+            if cell.cell_type == "code"
+            and cell.metadata.get("nbgrader", {}).get("grade_id") == "setup"
+        ]
+        if lang in self.languages and len(setup) == 1:
+            setup[0].source += f'\ngrading.set_language("{lang}")'
+        return nb, resources
+
+
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput,
+    DeduplicateIds,
+    OverwriteKernelspec,
+    OverwriteCells,
+    RestoreLanguage,
+    CheckCellMetadata,
+]

@@ -48,6 +48,7 @@ TRANSLATED_LIST = i18n.LOCALES / LANGUAGE / "exercises-translated.txt"
 RELEASE = ROOT / "exercises"
 SET_LANGUAGE = 'grading.set_language("{lang}")'
 SETUP_IMPORT = "from bertcourse import grading"
+SETUP = "setup"  # the set-up cell's grade id (nbgrader_config.py's RestoreLanguage finds it so too)
 
 
 def release_dir(lang: str) -> Path:
@@ -374,11 +375,12 @@ def translate_release(release, lang: str, table: dict[str, str]):
 
     nb = nbformat.reads(nbformat.writes(release), as_version=4)
     setup = next(
-        (c for c in nb.cells if c.cell_type == "code" and SETUP_IMPORT in c.source.splitlines()),
-        None,
+        (c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == SETUP), None
     )
-    if setup is None:
-        raise ValueError(f"no setup cell with {SETUP_IMPORT!r}: cannot set the feedback language")
+    if setup is None or SETUP_IMPORT not in setup.source.splitlines():
+        raise ValueError(
+            f"no cell {SETUP!r} with {SETUP_IMPORT!r}: cannot set the feedback language"
+        )
     setup.source += "\n" + SET_LANGUAGE.format(lang=lang)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
