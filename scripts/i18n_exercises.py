@@ -18,7 +18,10 @@ cell (`grading.set_language("zh_CN")`, the feedback's language) and `{"bertcours
 checksums) is the English release's, byte for byte: a Chinese submission is graded by the same
 nbgrader assignment into the same gradebook. The translated locked cells carry their own
 checksums, so `nbgrader validate` passes; `nbgrader autograde` puts the English of every locked
-cell back (OverwriteCells), so the graded notebook and its feedback show the English statements.
+cell back (OverwriteCells), so the graded notebook and its feedback show the English statements
+(a learner's markdown never reaches the feedback), and nbgrader_config.py's RestoreLanguage adds
+the set-up cell's language line again, so the failures' messages are Chinese. The referee
+(`python -m bertcourse.grade`) takes the language from the metadata.
 
 A markdown cell is cut as Sphinx cuts a page: one message per paragraph, heading (without its
 `#`), list item and table cell; the lines of a paragraph are joined by one space (re-wrapping the
