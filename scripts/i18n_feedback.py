@@ -7,7 +7,8 @@
 
 The msgids (the English, as it is shown; `bertcourse/grading/i18n.py` explains the lookup):
 
-* the fixed words of the helpers, `i18n.HELPER_MESSAGES`;
+* the fixed words of the helpers, `i18n.HELPER_MESSAGES`, and every message the grading
+  package raises as a `GradingError` or `ForbiddenCallError` (`GradingError` translates);
 * every named mistake (`mistakes.CATALOGUE` and `bertcourse/grading/catalogues/chNN.py`): its
   name, its explanation (`why`), its book section and the remark after it;
 * the literal messages, hints and `what`s that the exercises' cells (`solutions/_src/*.py`)
@@ -86,7 +87,10 @@ def _strings(node: ast.AST, constants: dict[str, ast.AST]) -> list[str]:
             )
         ]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _strings(node.left, constants) + _strings(node.right, constants)
+        left, right = _strings(node.left, constants), _strings(node.right, constants)
+        if left and not right:  # "text: " + "; ".join(...): the rest is a placeholder
+            return [text + "{" + ast.unparse(node.right) + "}" for text in left]
+        return left + right
     if isinstance(node, ast.IfExp):
         return _strings(node.body, constants) + _strings(node.orelse, constants)
     if isinstance(node, ast.Name) and node.id in constants:
@@ -147,9 +151,27 @@ def source_messages(path: Path) -> dict[str, list[tuple[str, int]]]:
         for argument in shown + [a for s in shown for a in _forwarded(tree, s)]:
             for text in _strings(argument, constants):
                 for line in text.split("\n"):
-                    if line.strip():
+                    if line.strip() and i18n.parse(line.strip()) != [(True, line.strip())]:
                         where = (str(path.relative_to(ROOT)), argument.lineno)
                         found.setdefault(line.strip(), []).append(where)
+    return found
+
+
+RAISED = ("GradingError", "ForbiddenCallError")
+RAISED_IN = ("forbid.py", "remote.py")  # the learner-facing raises (a forbidden call, the referee)
+
+
+def raised_messages() -> dict[str, list[tuple[str, int]]]:
+    """msgid -> occurrences: the messages the grading package raises itself (the forbidden
+    calls, the referee's remote calls), translated by `GradingError`."""
+    found: dict[str, list[tuple[str, int]]] = {}
+    for path in (ROOT / "bertcourse" / "grading" / name for name in RAISED_IN):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) in RAISED:
+                for text in _strings(call.args[0], {}) if call.args else []:
+                    where = (str(path.relative_to(ROOT)), call.lineno)
+                    found.setdefault(text.strip(), []).append(where)
     return found
 
 
@@ -189,7 +211,9 @@ def extract() -> dict[str, list[tuple[str, int]]]:
         found.setdefault(text, []).append(("bertcourse/grading/i18n.py", 0))
     for text in VALUES:
         found.setdefault(text, []).append(("scripts/i18n_feedback.py", 0))
-    for source in (mistake_messages(), *(source_messages(p) for p in sorted(SOURCES.glob("*.py")))):
+    sources = [raised_messages(), mistake_messages()]
+    sources += [source_messages(p) for p in sorted(SOURCES.glob("*.py"))]
+    for source in sources:
         for text, where in source.items():
             found.setdefault(text, []).extend(w for w in where if w not in found.get(text, []))
     return found

@@ -170,6 +170,16 @@ def test_checks_speak_chinese_with_their_values():
     assert text.splitlines()[1] == "  第 3 步的损失['loss']：应为 3，实际为 2（绝对误差 1）"
 
 
+def test_a_forbidden_call_is_refused_in_chinese():
+    """The messages the grading package raises itself (forbid.py, remote.py) are msgids too."""
+    import torch.nn.functional as F
+
+    grading.set_language("zh_CN")
+    softmax = "torch.nn.functional.softmax"
+    text = _failure(grading.run, lambda x: F.softmax(x, -1), torch.zeros(2), forbid=softmax)
+    assert text.startswith(f"<lambda> 调用了 {softmax}，而这一部分要求你自己实现它。"), text
+
+
 def test_what_has_no_translation_stays_english():
     grading.set_language("zh_CN")
     text = _failure(grading.check_true, False, "a message no catalogue has", hint="nor this")

@@ -12,9 +12,14 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from bertcourse.grading import i18n
+
 
 class GradingError(AssertionError):
     """A check failed; the message says what was called, what was expected and what came back."""
+
+    def __init__(self, *args: Any) -> None:  # in the feedback's language (grading.i18n)
+        super().__init__(*(i18n.translate(a) if isinstance(a, str) else a for a in args))
 
 
 class ForbiddenCallError(RuntimeError):
