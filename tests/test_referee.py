@@ -1003,3 +1003,14 @@ def test_a_forged_measurement_is_refused_or_compared() -> None:
                    {"graph": (True,), "saved": 0, "grad_enabled": (True, True), "grads": {"w": 1.0}}):  # fmt: skip
         with pytest.raises(grading.GradingError, match="measurement is not valid"):
             measurement(None, forged)
+
+
+def test_the_exec_mode_preload_imports_and_binds_nothing() -> None:
+    """Without a zygote the kernel imports the instructor's modules before the notebook's clock
+    starts (a cold `import torch` must not count against the first cell's limit)."""
+    from bertcourse.grade.execute import preload_code
+
+    namespace: dict = {}
+    sys.modules.pop("colorsys", None)
+    exec(preload_code(("colorsys", "no_such_module_here", "json")), namespace)
+    assert "colorsys" in sys.modules and set(namespace) == {"__builtins__"}

@@ -118,6 +118,7 @@ class NotebookRun(Execute):
         notebook_timeout: float,
         referee: Referee,
         zygote: Zygote | None = None,
+        preload: tuple[str, ...] = (),
         max_cell_output: int = 1 << 20,
         max_total_output: int = 8 << 20,
         startup_timeout: int = 120,
@@ -144,6 +145,8 @@ class NotebookRun(Execute):
         self.cell_timeout = cell_timeout
         self.notebook_timeout = notebook_timeout
         self.referee = referee
+        self.preload = tuple(preload) if zygote is None else ()  # a zygote imported them
+        self.startup_timeout = startup_timeout
         self._kernel_gone = False
         self._scratch_outputs: list[NotebookNode] = []
         self.max_cell_output = max_cell_output
@@ -201,7 +204,7 @@ class NotebookRun(Execute):
         """
         assert self.kc is not None
         msg_id = await ensure_async(self.kc.execute(code, stop_on_error=False, **execute_kwargs))
-        timeout = self._cell_timeout(cell)
+        timeout = self._get_timeout(cell)  # the call's budget (`timeout_func`), as nbclient
         cell.outputs = []
         self.clear_before_next_output = False
         task_alive = asyncio.ensure_future(self._async_poll_kernel_alive())
@@ -249,6 +252,22 @@ class NotebookRun(Execute):
         if text is None:
             raise GradingError("the kernel did not answer the grader's call (0 points)")
         return text
+
+    async def _preload(self) -> None:
+        """Without a zygote, import the modules a zygote imports before it forks (torch,
+        bertcourse: the instructor's cells' imports), before the notebook's clock starts: a
+        cold `import torch` takes seconds (over 10 s on a busy machine), which would otherwise
+        count against the first cell's limit, so both modes time the same work. A failed
+        import is left for the cell that needs it to report."""
+        if not self.preload:
+            return
+        code = preload_code(self.preload)
+        scratch = NotebookNode(cell_type="code", source="", outputs=[], metadata={})
+        self.timeout_func = lambda cell: self.startup_timeout
+        try:
+            await self._request(scratch, -1, code, silent=True, store_history=False)
+        finally:
+            self.timeout_func = self._cell_timeout
 
     async def _run_test(self, cell: NotebookNode, cell_index: int, result: CellResult) -> None:
         """The referee runs the test cell here; each call of a learner's function goes to the
@@ -301,6 +320,9 @@ class NotebookRun(Execute):
                 self.jail.start_watchdog()
                 msg_id = await ensure_async(self.kc.kernel_info())
                 await self.async_wait_for_reply(msg_id)
+                await self._preload()
+                # the notebook's time counts from a ready kernel, zygote or not
+                self._deadline = time.monotonic() + self.notebook_timeout
                 outcome.started = True
                 for index, cell in enumerate(self.nb.cells):
                     if cell.cell_type != "code":
@@ -337,6 +359,12 @@ class NotebookRun(Execute):
             if self._remaining() <= 0 and not outcome.kernel_died:
                 outcome.deadline_hit = outcome.timed_out = True
         outcome.output_truncated = bool(self._truncated)
+
+
+def preload_code(modules: tuple[str, ...]) -> str:
+    """Kernel code that imports `modules`, skips those that fail, and binds no name."""
+    loop = "for m in %r:\n    try:\n        __import__(m)\n    except Exception:\n        pass\n"
+    return f"exec({loop % (list(modules),)!r}, {{}})"
 
 
 def _is_setup(cell: NotebookNode) -> bool:

@@ -247,6 +247,7 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> Noteboo
             notebook_timeout=task.notebook_timeout,
             referee=referee,
             zygote=_get_zygote(task),
+            preload=tuple(nb_spec.preload),
         )
         asyncio.run(client.run(tests, run))
     except Exception as error:  # the grader's own failure: reported as a crash
