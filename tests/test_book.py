@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,6 +37,9 @@ JUPYTER_BOOK = "import sys; from jupyter_book.cli.main import main; sys.exit(mai
 # the goal is 3 minutes idle (a measurement, README); this only stops a hung build
 BUILD_TIMEOUT_S = 1500
 BUSY_PROCESSES = 2  # CPU-bound processes beside the build (issue 21: a busy 2-core machine)
+# scripts/test.sh runs the busy build beside the rest of the suite, whose two pytest workers are
+# CPU-bound processes too: then one burner is enough, and the measured load says so
+BESIDE_SUITE = os.environ.get("BERTCOURSE_BUILD_BESIDE_SUITE") == "1"
 PAGE_BUDGET_S = 60  # every page, on an idle 2-core machine
 
 # chapter page -> its exercise notebook (issue 4: each chapter links to it)
@@ -98,6 +102,26 @@ def _build(source: Path, out: Path, timeout: float = BUILD_TIMEOUT_S):
     )
 
 
+class _Runnable(threading.Thread):
+    """Samples the number of runnable processes (/proc/loadavg's 4th field, less this sampler)
+    every second until stopped: how many compete for the CPUs while the book builds."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[int] = []
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(1.0):
+            running = Path("/proc/loadavg").read_text().split()[3].split("/")[0]
+            self.samples.append(int(running) - 1)
+
+    def stop(self) -> float:
+        self._stop_event.set()
+        self.join()
+        return sum(self.samples) / max(1, len(self.samples))
+
+
 def _busy(n: int) -> list[subprocess.Popen]:
     """`n` CPU-bound processes (each keeps one core busy until killed)."""
     return [
@@ -109,7 +133,9 @@ def _busy(n: int) -> list[subprocess.Popen]:
 def test_book_builds_on_a_busy_machine_offline_and_renders(tmp_path: Path) -> None:
     _ensure_mathjax()
     out = tmp_path / "book"
-    burners = _busy(BUSY_PROCESSES)
+    burners = _busy(1 if BESIDE_SUITE else BUSY_PROCESSES)
+    runnable = _Runnable()
+    runnable.start()
     t0 = time.monotonic()
     try:
         proc = _build(ROOT, out)
@@ -117,8 +143,14 @@ def test_book_builds_on_a_busy_machine_offline_and_renders(tmp_path: Path) -> No
         for burner in burners:
             burner.kill()
             burner.wait()
+        competing = runnable.stop()
     build_s = time.monotonic() - t0
     assert all(b.returncode is not None for b in burners)
+    # the build itself and at least BUSY_PROCESSES others wanted the 2 cores, on average
+    assert competing >= 1 + BUSY_PROCESSES, (
+        f"only {competing:.1f} runnable processes on average during the build: not busy enough "
+        f"to prove anything ({len(burners)} burners, beside the suite: {BESIDE_SUITE})"
+    )
     log = proc.stdout + proc.stderr
     warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
     assert proc.returncode == 0, (
@@ -145,8 +177,9 @@ def test_book_builds_on_a_busy_machine_offline_and_renders(tmp_path: Path) -> No
     problems = check_site.browser_check(html, SCREENSHOTS)
     browser_s = time.monotonic() - t1
     print(
-        f"book build {build_s:.0f} s beside {BUSY_PROCESSES} CPU-bound processes "
-        f"(load {os.getloadavg()[0]:.1f}), browser check {browser_s:.0f} s"
+        f"book build {build_s:.0f} s with {competing:.1f} runnable processes on average "
+        f"({len(burners)} burners{', beside the suite' if BESIDE_SUITE else ''}), "
+        f"browser check {browser_s:.0f} s"
     )
     assert problems == [], "\n".join(problems)
     for chapter in EXERCISES:

@@ -31,6 +31,7 @@ import contextlib
 import csv
 import importlib.util
 import io
+import itertools
 import json
 import os
 import re
@@ -459,6 +460,56 @@ def name_problems(assignment: str, answer: Answer, error: str) -> list[str]:
     return []
 
 
+def wrong_and_alternative_students(
+    answers: list[Answer], parts: list[str], correct: dict[str, str]
+) -> list[Student]:
+    """The simulated students of the nbgrader chain besides the solution and the untouched
+    release: the first NBGRADER_WRONG_PER_PART wrong answers of each part (every variant runs
+    in test_answers_in_process), round r of them in two students, one wrong in the even parts
+    and one in the odd parts, so each wrong part sits next to right ones that must keep their
+    points. The alternative answers fill those right parts where they can (each once), so they
+    need no notebook of their own; what does not fit gets its own student, as before."""
+    wrong = {p: [a for a in answers if a.kind == "wrong" and a.grade_id == p][:NBGRADER_WRONG_PER_PART] for p in parts}  # fmt: skip
+    pending = [a for p in parts for a in answers if a.kind == "alternative" and a.grade_id == p]
+    students = []
+    for r in range(max(len(v) for v in wrong.values())):
+        for name, group in zip("ab", [parts[0::2], parts[1::2]]):
+            chosen = {p: wrong[p][r] for p in group if r < len(wrong[p])}
+            if not chosen:
+                continue
+            alternative = {}
+            for a in list(pending):
+                if a.grade_id not in chosen and a.grade_id not in alternative:
+                    alternative[a.grade_id] = a
+                    pending.remove(a)
+            why = [f"wrong {p}: {a.label}" for p, a in chosen.items()]
+            why += [f"alternative {p}: {a.label}" for p, a in alternative.items()]
+            students.append(
+                Student(
+                    f"wrong{r}-{name}",
+                    {**correct, **{p: a.source for p, a in {**alternative, **chosen}.items()}},
+                    expected_zero={f"{p}_tests" for p in chosen},
+                    why="; ".join(why),
+                )
+            )
+    for r in itertools.count():  # alternatives that found no place: a student per round
+        chosen = {}
+        for a in list(pending):
+            if a.grade_id not in chosen:
+                chosen[a.grade_id] = a
+                pending.remove(a)
+        if not chosen:
+            break
+        students.append(
+            Student(
+                f"alternative{r}",
+                {**correct, **{p: a.source for p, a in chosen.items()}},
+                why="; ".join(f"alternative {p}: {a.label}" for p, a in chosen.items()),
+            )
+        )
+    return students
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_assignment_grades(tmp_path, assignment):
     """The instructor chain with nbgrader on simulated students; scores per test cell and CSV."""
@@ -495,26 +546,7 @@ def test_assignment_grades(tmp_path, assignment):
         Student("alice", correct, via_zip=True, why="the solution"),
         Student("bob", {}, all_zero=True, via_zip=True, why="the untouched release"),
     ]
-    for kind in ("wrong", "alternative"):
-        by_part = {p: [a for a in answers if a.kind == kind and a.grade_id == p] for p in parts}
-        if (
-            kind == "wrong"
-        ):  # every variant runs in test_answers_in_process; nbgrader the first ones
-            by_part = {p: v[:NBGRADER_WRONG_PER_PART] for p, v in by_part.items()}
-        for r in range(max(len(v) for v in by_part.values())):
-            groups = [parts[0::2], parts[1::2]] if kind == "wrong" else [parts]
-            for name, group in zip("ab", groups):
-                chosen = {p: by_part[p][r] for p in group if r < len(by_part[p])}
-                if not chosen:
-                    continue
-                students.append(
-                    Student(
-                        f"{kind}{r}-{name}" if kind == "wrong" else f"{kind}{r}",
-                        {**correct, **{p: a.source for p, a in chosen.items()}},
-                        expected_zero={f"{p}_tests" for p in chosen} if kind == "wrong" else set(),
-                        why="; ".join(f"{kind} {p}: {a.label}" for p, a in chosen.items()),
-                    )
-                )
+    students += wrong_and_alternative_students(answers, parts, correct)
 
     downloaded = course / ".grading" / "downloaded" / assignment / "archive"
     downloaded.mkdir(parents=True)
