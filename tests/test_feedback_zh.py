@@ -277,6 +277,15 @@ def test_the_worker_takes_the_notebooks_language():
         assert grading.get_language() == lang
 
 
+def test_the_class_report_names_a_chinese_headline():
+    """The class report groups a Chinese submission's named mistake with the English ones."""
+    from bertcourse.grade.classreport import _headlines
+
+    sdpa = mistakes.resolve("sdpa")[1]
+    assert _headlines()[HEADLINE_ZH] == _headlines()[HEADLINE_EN] == (sdpa.name, sdpa.where)
+    assert grading.get_language() == "en"
+
+
 def test_a_hidden_chinese_failure_shows_no_value():
     from bertcourse.grade.referee import _hidden_message
 

@@ -55,21 +55,24 @@ def part_comment(outcome: str, message: str) -> str | None:
 def _headlines() -> dict[str, tuple[str, str]]:
     """Every catalogue's headlines, as shown and as a hidden test shows them -> (name, where)."""
     import importlib
+    import itertools
     import pkgutil
 
     from bertcourse.grade.referee import _HIDDEN_VALUES
-    from bertcourse.grading import catalogues, mistakes
+    from bertcourse.grading import catalogues, i18n, mistakes
 
     entries = [m for c in mistakes.CATALOGUE.values() for m in c]
     for info in pkgutil.iter_modules(catalogues.__path__):
         module = importlib.import_module(f"bertcourse.grading.catalogues.{info.name}")
         entries += [m for c in module.CATALOGUE.values() for m in c]
     found: dict[str, tuple[str, str]] = {}
-    for mistake in entries:
-        hidden = re.sub(r"(expected|got|observed).*$", r"\1 ... (hidden)", mistake.headline)
+    for mistake, lang in itertools.product(entries, i18n.LANGUAGES):  # a Chinese release too
+        with i18n.language(lang):
+            headline = mistake.headline
+        hidden = re.sub(r"(expected|got|observed).*$", r"\1 ... (hidden)", headline)
         for pattern, mark in _HIDDEN_VALUES:
             hidden = pattern.sub(mark, hidden)
-        for text in (mistake.headline, hidden):
+        for text in (headline, hidden):
             found.setdefault(text, (mistake.name, mistake.where))
     return found
 

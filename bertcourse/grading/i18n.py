@@ -23,11 +23,13 @@ explanations and book sections are msgids too.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import gettext as _gettext
 import os
 import re
+from collections.abc import Iterator
 
 LANGUAGES = ("en", "zh_CN")
 DOMAIN = "feedback"
@@ -218,6 +220,17 @@ def set_language(lang: str) -> None:
 
 def get_language() -> str:
     return _state["lang"]
+
+
+@contextlib.contextmanager
+def language(lang: str) -> Iterator[None]:
+    """`set_language(lang)` for the block, the language before it restored after."""
+    before = _state["lang"]
+    set_language(lang)
+    try:
+        yield
+    finally:
+        _state["lang"] = before
 
 
 def gettext(text: str) -> str:
