@@ -90,6 +90,18 @@ def test_the_catalogue_is_complete_current_and_compiled():
     assert script.problems(po, found) + script.mo_problems(po) == []
 
 
+def test_the_compiled_catalogue_ships_with_the_package():
+    """pyproject.toml's package data takes the .mo (a wheel built from HEAD holds it)."""
+    import fnmatch
+
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["bertcourse"]
+    mo = _script().MO.relative_to(ROOT / "bertcourse").as_posix()
+    assert any(fnmatch.fnmatch(mo, pattern) for pattern in patterns), (mo, patterns)
+
+
 def test_the_extraction_reads_the_test_cells_and_the_catalogues():
     """Literal messages, hints and whats, f-string templates, a name bound to a message, every
     mistake's name and why: each where the exercises and the catalogues have it."""
