@@ -404,6 +404,48 @@ def test_a_failed_page_fails_every_build_until_it_is_fixed(tmp_path: Path) -> No
     assert check_site.find_error_outputs(out / "html") == []
 
 
+MEET_CELL = """```{{code-cell}}
+import pathlib, time
+pathlib.Path({here!r}).touch()
+deadline = time.monotonic() + 300
+while not pathlib.Path({there!r}).exists() and time.monotonic() < deadline:
+    time.sleep(0.2)
+assert pathlib.Path({there!r}).exists(), "the other page never ran beside this one"
+```"""
+
+
+def test_pages_execute_side_by_side_into_the_cache(tmp_path: Path) -> None:
+    """Two pages that each wait for the other to start: they pass only when executed at the
+    same time (book_ext, 7.), and Sphinx's read then takes both from the execution cache."""
+    book = _mini_book(tmp_path / "mini", tmp_path / "flag")
+    a, b = tmp_path / "a-started", tmp_path / "b-started"
+    for name, here, there in (("good", a, b), ("bad", b, a)):
+        body = MEET_CELL.format(here=str(here), there=str(there))
+        (book / f"{name}.md").write_text(MINI_PAGE.format(title=name, body=body))
+    env = _env() | {"BERTCOURSE_BUILD_JOBS": "2"}
+    proc = subprocess.run(
+        [sys.executable, "-c", JUPYTER_BOOK, "build", "-W", "-n", "--keep-going", str(book)],
+        capture_output=True, text=True, env=env, timeout=900, cwd=book,
+    )  # fmt: skip
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-3000:]
+    assert "book_ext: executing 2 pages, 2 at a time" in log
+    assert "Executing notebook" not in log  # Sphinx's read found both in the cache
+    assert log.count("Using cached notebook") >= 2
+    assert check_site.find_error_outputs(book / "_build" / "html") == []
+
+
+def test_build_jobs_reads_its_variable(monkeypatch) -> None:
+    book_ext = _load("book_ext", ROOT / "bertcourse" / "viz" / "book_ext.py")
+    monkeypatch.setenv("BERTCOURSE_BUILD_JOBS", "3")
+    assert book_ext.build_jobs() == 3
+    monkeypatch.delenv("BERTCOURSE_BUILD_JOBS")
+    assert 1 <= book_ext.build_jobs() <= book_ext.MAX_JOBS
+    monkeypatch.setenv("BERTCOURSE_BUILD_JOBS", "two")
+    with pytest.raises(Exception, match="BERTCOURSE_BUILD_JOBS must be a whole number"):
+        book_ext.build_jobs()
+
+
 def _cell(tags=(), outputs=(), count=1) -> dict:
     return {
         "cell_type": "code",

@@ -35,6 +35,14 @@ Four jobs:
 6. One thread per kernel: `OMP_NUM_THREADS=1` (and MKL's) is set for the kernels the build
    starts, so no page oversubscribes a busy machine's cores; a page that measures threads sets
    them itself with `torch.set_num_threads`.
+7. Pages execute side by side. myst-nb executes each page when Sphinx reads it, one after
+   another, so a 2-core machine ran one single-threaded kernel at a time. On
+   `env-before-read-docs` the pages about to be read whose code is not in the execution cache
+   run first, `BERTCOURSE_BUILD_JOBS` at a time (default: the CPU count, at most 4), each in
+   its own process exactly as myst-nb's cache client runs it (`single_nb_execution`, the same
+   notebook, working folder, timeout and error rule), and each success is stored in the cache
+   as myst-nb stores it. Sphinx then reads every page from the cache. A page that fails here is
+   not stored: Sphinx's read executes it again and reports it as before (5.).
 
 `python bertcourse/viz/book_ext.py summary LOG` (scripts/build_book.sh) reads a build's log and
 prints one line: the first problem, naming the page, the cell and the error.
@@ -294,6 +302,106 @@ def _one_thread_per_kernel(app: Sphinx, config: Config) -> None:
     os.environ.update(ONE_THREAD)  # inherited by the kernels jupyter-cache starts
 
 
+# --- 7. pages execute side by side -----------------------------------------------------------
+
+MAX_JOBS = 4  # kernels at once by default (each page's kernel can take ~1 GB)
+
+
+def build_jobs() -> int:
+    """How many pages execute at once: BERTCOURSE_BUILD_JOBS, else the CPUs (at most MAX_JOBS)."""
+    value = os.environ.get("BERTCOURSE_BUILD_JOBS", "")
+    if not value:
+        return max(1, min(MAX_JOBS, os.cpu_count() or 1))
+    if not value.isdigit() or int(value) < 1:
+        raise ExtensionError(f"BERTCOURSE_BUILD_JOBS must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def _execute_page(notebook_json: str, cwd: str, timeout, allow_errors: bool) -> tuple[str, str | None, float]:  # fmt: skip
+    """One page, in a worker process, as myst-nb's cache client executes it:
+    (the executed notebook, the error or None, seconds)."""
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    notebook = nbformat.reads(notebook_json, as_version=4)
+    result = single_nb_execution(notebook, cwd=cwd, timeout=timeout, allow_errors=allow_errors,
+                                 meta_override=True)  # fmt: skip
+    error = None if result.err is None else f"{type(result.err).__name__}: {result.err}"
+    return nbformat.writes(notebook), error, result.time
+
+
+def _pages_to_execute(env, docnames) -> list[tuple[str, Path, object, dict | None]]:
+    """(docname, path, notebook, read format) of each page to be read that has code cells and
+    no match in the execution cache."""
+    from jupyter_cache import get_cache
+    from myst_nb.core.read import create_nb_reader
+
+    cache = get_cache(env.mystnb_config.execution_cache_path or ".jupyter_cache")
+    todo = []
+    for docname in sorted(docnames):
+        path = Path(env.doc2path(docname))
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        reader = create_nb_reader(str(path), env.myst_config, env.mystnb_config, text)
+        if reader is None:
+            continue
+        notebook = reader.read(text)
+        if not any(c.cell_type == "code" for c in notebook.cells):
+            continue
+        try:
+            cache.match_cache_notebook(notebook)
+            continue  # cached: Sphinx's read takes it from there
+        except KeyError:
+            todo.append((docname, path, notebook, reader.read_fmt))
+    return todo
+
+
+def _execute_pages_side_by_side(app: Sphinx, env, docnames: list[str]) -> None:
+    config = env.mystnb_config
+    jobs = build_jobs()
+    if config.execution_mode != "cache" or config.execution_in_temp or jobs < 2:
+        return
+    todo = _pages_to_execute(env, docnames)
+    if len(todo) < 2:
+        return
+    import concurrent.futures
+    import multiprocessing
+    import time
+
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+    from jupyter_cache.cache.db import NbProjectRecord
+
+    cache = get_cache(config.execution_cache_path or ".jupyter_cache")
+    logger.info(f"book_ext: executing {len(todo)} pages, {jobs} at a time")
+    start = time.monotonic()
+    context = multiprocessing.get_context("spawn")  # no fork of a threaded Sphinx process
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        futures = {
+            pool.submit(_execute_page, nbformat.writes(nb), str(path.parent),
+                        config.execution_timeout, config.execution_allow_errors): (doc, path, nb, fmt)
+            for doc, path, nb, fmt in todo
+        }  # fmt: skip
+        for future in concurrent.futures.as_completed(futures):
+            docname, path, notebook, read_fmt = futures[future]
+            try:
+                executed, error, seconds = future.result()
+            except Exception as e:  # a worker that died: Sphinx's read executes the page
+                executed, error, seconds = None, f"{type(e).__name__}: {e}", 0.0
+            if error is not None:
+                logger.info(f"book_ext: {docname} failed ({error}); Sphinx runs it again")
+                continue
+            stage = cache.add_nb_to_project(str(path), read_data=read_fmt) if read_fmt else cache.add_nb_to_project(str(path))  # fmt: skip
+            NbProjectRecord.remove_tracebacks([stage.pk], cache.db)
+            bundle = CacheBundleIn(nbformat.reads(executed, as_version=4), stage.uri,
+                                   data={"execution_seconds": seconds})  # fmt: skip
+            cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
+            logger.info(f"book_ext: executed {docname} in {seconds:.1f} s")
+    logger.info(f"book_ext: {len(todo)} pages executed in {time.monotonic() - start:.0f} s")
+
+
 def setup(app: Sphinx) -> dict:
     # priority < 500: run before myst-nb reads its configuration on builder-inited.
     app.connect("config-inited", _key_cache_to_package, priority=400)
@@ -305,6 +413,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _launch_exercise, priority=502)
     app.connect("config-inited", _one_thread_per_kernel)
     app.connect("env-get-outdated", _reread_failed_pages)
+    app.connect("env-before-read-docs", _execute_pages_side_by_side)
     app.connect("build-finished", _forget_a_build_with_warnings)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
