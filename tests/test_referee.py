@@ -438,6 +438,11 @@ def test_module_arguments_whose_forward_is_forbidden() -> None:
         ("import torch\ntorch.allclose = lambda *a: True", "machinery"),
         ("from bertcourse import grading", "machinery"),
         ("def f():\n    pass\nf.__code__ = None", "machinery"),
+        (
+            "import torch\nwith torch.autograd.graph.saved_tensors_hooks(id, id):\n    pass",
+            "machinery",
+        ),
+        ("from torch.autograd.graph import saved_tensors_hooks", "machinery"),
         ("exec('1')", "dynamic"),
         ("x = getattr(object, 'a' + 'b', None)", "dynamic"),
         ("import importlib", "dynamic"),

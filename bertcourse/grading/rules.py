@@ -62,6 +62,7 @@ MACHINERY_MODULES = {
     "bertcourse.grade": "the grader",
     "torch.overrides": "torch function overrides",
     "torch.utils._python_dispatch": "torch dispatch modes",
+    "torch.autograd.graph": "autograd's graph hooks",  # saved_tensors_hooks hides saved tensors from the probe
     "IPython.core": "IPython's internals",
     "ipykernel": "the kernel's internals",
     "jupyter_client": "the kernel's messaging",
@@ -90,6 +91,8 @@ MACHINERY_ATTRS = {
     "__torch_dispatch__": "a torch dispatch override",
     "TorchFunctionMode": "a torch function mode",
     "TorchDispatchMode": "a torch dispatch mode",
+    "saved_tensors_hooks": "autograd's saved-tensor hooks",  # would hide a recorded graph (probe)
+    "disable_saved_tensors_hooks": "autograd's saved-tensor hooks",
     "input_transformers_post": "IPython input transformers",
     "input_transformers_cleanup": "IPython input transformers",
     "ast_transformers": "IPython AST transformers",
