@@ -292,7 +292,9 @@ def pretraining_forward(
     seq_logits = nsp_logits(model, h)
     V = prediction_logits.shape[-1]
     scores = prediction_logits.detach().reshape(-1, V)  # "only for the loss's value"
-    loss = F.cross_entropy(scores, labels.reshape(-1)) + F.cross_entropy(seq_logits, next_sentence_label)
+    loss = F.cross_entropy(scores, labels.reshape(-1)) + F.cross_entropy(
+        seq_logits, next_sentence_label
+    )
     return prediction_logits, seq_logits, loss
 
 
