@@ -117,7 +117,8 @@ def step_flops() -> dict:
 
 
 KEPT = ("parameters", "steps_done", "tokens_seen", "train_seconds", "tokens_per_second",
-        "threads", "device", "unigram_baseline", "final_eval", "mlm_acc_over_baseline")  # fmt: skip
+        "threads", "device", "matmul_peak_flops_per_second", "mfu", "unigram_baseline", "final_eval",
+        "mlm_acc_over_baseline")  # fmt: skip
 
 
 def run_record(scheme: str, seed: int, steps: int, report: dict) -> dict:
@@ -154,6 +155,8 @@ def stopped_run_report(path: Path) -> dict:
         "tokens_per_second": state["tokens"] / state["train_seconds"],
         "threads": config["pretrain"]["threads"],
         "device": "cpu",
+        "matmul_peak_flops_per_second": None,  # not in a checkpoint
+        "mfu": None,
         "unigram_baseline": baseline,
         "final_eval": res,
         "mlm_acc_over_baseline": res["mlm_acc"] / baseline["mlm_acc"],
