@@ -59,7 +59,7 @@ import re
 import shutil
 import sys
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from sphinx.application import ENV_PICKLE_FILENAME, Sphinx
@@ -340,7 +340,10 @@ def _pages_to_execute(env, docnames) -> list[tuple[str, Path, object, dict | Non
     todo = []
     for docname in sorted(docnames):
         path = Path(env.doc2path(docname))
-        if not path.is_file():
+        if not path.is_file() or any(
+            PurePosixPath(path.as_posix()).match(pattern)
+            for pattern in env.mystnb_config.execution_excludepatterns
+        ):  # myst-nb does not execute an excluded page: neither does this
             continue
         text = path.read_text(encoding="utf-8")
         reader = create_nb_reader(str(path), env.myst_config, env.mystnb_config, text)
