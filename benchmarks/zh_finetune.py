@@ -18,18 +18,15 @@ and the epoch (the weights at the end of epoch k of the schedule) are chosen by 
 validation score over the seeds; the test set is then scored once per (task, init, seed), with
 the chosen weights. Nothing depends on a time budget.
 
-    # the full grid (2 tasks x 2 inits x 4 rates x 3 seeds = 48 runs):
-    python benchmarks/zh_finetune.py --device cuda --jobs 12 --conditions "..."
-    # the grid of the file committed first (36 runs, 1e-3 chosen everywhere: the grid's top):
-    python benchmarks/zh_finetune.py --device cuda --jobs 12 --rates 1e-4 3e-4 1e-3
+    # the committed file (2 tasks x 2 inits x 4 rates x 3 seeds = 48 runs):
+    python benchmarks/zh_finetune.py --device cuda --jobs 16 --conditions "..."
     # CI's slice (< 60 s on one core), never the committed file:
     python benchmarks/zh_finetune.py --quick --json /tmp/zh_quick.json
 
-Cost, measured 2026-11-26. On one NVIDIA H200 with 16 CPU cores, `--device cuda --jobs 12
---rates 1e-4 3e-4 1e-3`: 103 s of wall time for the whole command (the 36 runs 94 s; each
-reviews run 28-36 s and each segmentation run 17-22 s of its own wall time, twelve sharing the
-GPU); the 48-run default grid, in waves of 12, should take about 130 s (not measured). On the
-course's 2-core CPU machine, one thread: 0.25 s a reviews step and 0.15 s a segmentation step
+Cost, measured 2026-11-26. On one NVIDIA H100 with 16 CPU cores, `--device cuda --jobs 16`:
+128 s for the 48 runs, 132 s for the whole command (each reviews run about 50 s and each
+segmentation run 22-28 s of its own wall time, sixteen sharing the GPU). On the course's 2-core
+CPU machine, one thread: 0.25 s a reviews step and 0.15 s a segmentation step
 (batch 32, at most 64 tokens; a lightly loaded machine), so a reviews run (1,305 steps) ~5.5 min
 and a segmentation run (921 steps) ~2.3 min, and 12 minutes each under a load of 6 to 9: the
 default grid is ~3 hours of one idle core (`--jobs 16` on a 16-core machine: ~12 min).
@@ -81,10 +78,8 @@ class Setup:
     segmentation_validation: int = 1000
     segmentation_test: int = 0  # held-out sentences (0: all)
     split_seed: int = 0
-    # the first GPU grid (1e-4, 3e-4, 1e-3) chose its top rate in all four conditions. Seed 0
-    # at 3e-3 (CPU, 2026-11-26), validation after epoch 3: segmentation 0.903 pretrained, 0.866
-    # random (0.893, 0.842 at 1e-3): higher; reviews 0.698 pretrained, 0.518 random (the
-    # majority class; 0.809, 0.809 at 1e-3): lower. So the grid goes up to 1e-2, to bracket both
+    # a first grid (1e-4, 3e-4, 1e-3) chose its top rate in all four conditions; this one
+    # brackets every choice (reviews 1e-3, segmentation 3e-3: benchmarks/RESULTS.md)
     rates: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2)
     seeds: tuple[int, ...] = (0, 1, 2)
     epochs: int = 3

@@ -19,28 +19,37 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_PROGRESS_BARS=1 TO
 echo "== ruff"
 "$BERTCOURSE_PYTHON" -m ruff check .
 "$BERTCOURSE_PYTHON" -m ruff format --check bertcourse tests benchmarks
-# The busy-machine book build runs beside the rest of the suite, not after it: the suite's two
-# pytest workers are the CPU-bound processes the build must survive (with one burner of its own;
-# the test measures the load and fails if it was not busy enough). Its output comes after the
-# suite's. This saves the ~400 s it took on its own (CI, issue 21).
-busy_build="tests/test_book.py::test_book_builds_on_a_busy_machine_offline_and_renders"
+# A second lane runs beside the suite's two pytest workers, one test after another: first the
+# busy-machine book build (the suite's workers are the CPU-bound processes it must survive, with
+# one burner of its own; the test measures the load and fails if it was not busy enough), then
+# two long tests that need no other test: the Chinese site and the speed-options benchmark. The
+# suite alone leaves CPU time unused (its tests wait on kernels, servers and browsers), so the
+# lane costs it little and saves the ~780 s its three tests took (CI, issue 21). Its output
+# comes after the suite's.
+lane_tests=(
+  "tests/test_book.py::test_book_builds_on_a_busy_machine_offline_and_renders"
+  "tests/test_zh_site.py::test_the_chinese_site_builds_and_renders"
+  "tests/test_benchmarks.py::test_bench_options_writes_figures_that_agree_with_its_timings"
+)
 echo "== pytest"
 if [ "$#" -gt 0 ]; then
   "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --durations=15 "$@"
 else
-  busy_log="$(mktemp)"
+  lane_log="$(mktemp)"
   BERTCOURSE_BUILD_BESIDE_SUITE=1 "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider \
-    --durations=5 "$busy_build" >"$busy_log" 2>&1 &
-  busy_pid=$!
+    --durations=5 "${lane_tests[@]}" >"$lane_log" 2>&1 &
+  lane_pid=$!
+  deselect=()
+  for test in "${lane_tests[@]}"; do deselect+=(--deselect "$test"); done
   suite=0
-  "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --durations=40 --deselect "$busy_build" || suite=$?
-  busy=0
-  wait "$busy_pid" || busy=$?
-  echo "== pytest: the book built beside the suite (exit $busy)"
-  cat "$busy_log"
-  rm -f "$busy_log"
-  if [ "$suite" -ne 0 ] || [ "$busy" -ne 0 ]; then
-    echo "== tests failed: the suite exit $suite, the busy build exit $busy"
+  "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --durations=60 "${deselect[@]}" || suite=$?
+  lane=0
+  wait "$lane_pid" || lane=$?
+  echo "== pytest: the lane beside the suite (the busy build, the Chinese site, bench_options): exit $lane"
+  cat "$lane_log"
+  rm -f "$lane_log"
+  if [ "$suite" -ne 0 ] || [ "$lane" -ne 0 ]; then
+    echo "== tests failed: the suite exit $suite, the lane beside it exit $lane"
     exit 1
   fi
 fi
