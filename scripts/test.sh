@@ -33,7 +33,7 @@ lane_tests=(
 )
 echo "== pytest"
 if [ "$#" -gt 0 ]; then
-  "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --durations=15 "$@"
+  "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --dist worksteal --durations=15 "$@"
 else
   lane_log="$(mktemp)"
   BERTCOURSE_BUILD_BESIDE_SUITE=1 "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider \
@@ -42,7 +42,7 @@ else
   deselect=()
   for test in "${lane_tests[@]}"; do deselect+=(--deselect "$test"); done
   suite=0
-  "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --durations=60 "${deselect[@]}" || suite=$?
+  "$BERTCOURSE_PYTHON" -m pytest -p no:cacheprovider -n 2 --dist worksteal --durations=60 "${deselect[@]}" || suite=$?
   lane=0
   wait "$lane_pid" || lane=$?
   echo "== pytest: the lane beside the suite (the busy build, the Chinese site, bench_options): exit $lane"

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from bertcourse.grade import classreport, gradebook
+from bertcourse.grade import classreport, gradebook, results
 from bertcourse.grade.referee import _hidden_message
 from bertcourse.grade.status import Status
 from bertcourse.grading.values import GradingError
@@ -127,7 +127,7 @@ def _write_assignment(gb, a, bank_a, students, expected) -> None:
             if status is Status.GRADED and k < len(wrong):
                 label, message, name = wrong[k]
                 shown = _hidden_message(GradingError(message)) if s % 2 else message
-                score, comment = 0.0, classreport.part_comment("failed", shown)
+                score, comment = 0.0, results.part_comment("failed", shown)
                 if name:
                     expected["named"].setdefault((a, part), Counter())[name] += 1
                     expected["who"][(a, part, name)].add(student)

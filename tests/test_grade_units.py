@@ -21,10 +21,14 @@ import pytest
 from course_fixture import make_toy_course
 
 from bertcourse.grade import isolation
-from bertcourse.grade.assignment import ensure_in_gradebook, load_assignment, strip_hidden_tests
+from bertcourse.grade.assignment import (
+    ensure_in_gradebook,
+    load_assignment,
+    load_coursedir,
+    strip_hidden_tests,
+)
 from bertcourse.grade.report import csv_rows
 from bertcourse.grade.results import StoredGrade
-from bertcourse.grade.runner import load_coursedir
 from bertcourse.grade.submission import InvalidNotebook, find_tampering, load_notebook, repair
 
 HERE = Path(__file__).parent

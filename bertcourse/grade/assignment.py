@@ -18,6 +18,8 @@ from nbformat import NotebookNode
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
 
 # modules every kernel imports: the zygote imports them once (isolation.Zygote)
 ALWAYS_PRELOADED = [
@@ -27,6 +29,36 @@ ALWAYS_PRELOADED = [
     "bertcourse.grading",
     "bertcourse.grading.remote",
 ]
+
+
+def normalize_db_url(url: str) -> str:
+    """`postgresql://...` through psycopg2 (pinned here) when psycopg 3 is not installed.
+
+    SQLAlchemy 2.1 reads a bare `postgresql://` as psycopg 3.
+    """
+    import importlib.util
+
+    if url.startswith("postgresql://") and importlib.util.find_spec("psycopg") is None:
+        if importlib.util.find_spec("psycopg2") is not None:
+            return "postgresql+psycopg2://" + url[len("postgresql://") :]
+    return url
+
+
+def load_coursedir(course: str, db: str | None) -> tuple[CourseDirectory, Config]:
+    """The course's nbgrader configuration (nbgrader_config.py in the course folder)."""
+    root = os.path.abspath(course)
+    path = os.path.join(root, "nbgrader_config.py")
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"no nbgrader_config.py in {root}: run from the course folder or pass --course"
+        )
+    config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
+    if "root" not in config.CourseDirectory:
+        config.CourseDirectory.root = root
+    if db:
+        config.CourseDirectory.db_url = normalize_db_url(db)
+    coursedir = CourseDirectory(config=config)
+    return coursedir, config
 
 
 @dataclasses.dataclass

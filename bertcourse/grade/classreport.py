@@ -36,20 +36,10 @@ from collections.abc import Iterable
 from bertcourse.grade.status import Status
 
 HIDDEN_PREFIX = "a hidden test failed: "
-COMMENT_LIMIT = 500  # characters of a failure kept as the answer cell's auto comment
 NOT_GRADED = "not graded"
 
 
 # --- what the grader stores -----------------------------------------------------------------
-
-
-def part_comment(outcome: str, message: str) -> str | None:
-    """The auto comment of an answer cell whose test cell did not pass: its outcome and the
-    first line of the failure (which names the mistake when a catalogue knows it)."""
-    if outcome == "passed":
-        return None
-    first = message.strip().splitlines()[0] if message.strip() else outcome
-    return first[:COMMENT_LIMIT]
 
 
 def _headlines() -> dict[str, tuple[str, str]]:
@@ -653,7 +643,7 @@ def main(argv: list[str]) -> int:
     if args.min_group < 1:
         print("--min-group must be at least 1", file=sys.stderr)
         return 2
-    from bertcourse.grade.runner import load_coursedir
+    from bertcourse.grade.assignment import load_coursedir
 
     coursedir, _ = load_coursedir(args.course, args.db)
     try:

@@ -12,6 +12,17 @@ from typing import Any
 
 from bertcourse.grade.status import Status
 
+COMMENT_LIMIT = 500  # characters of a failure kept as the answer cell's auto comment
+
+
+def part_comment(outcome: str, message: str) -> str | None:
+    """The auto comment of an answer cell whose test cell did not pass: its outcome and the
+    first line of the failure (which names the mistake when a catalogue knows it)."""
+    if outcome == "passed":
+        return None
+    first = message.strip().splitlines()[0] if message.strip() else outcome
+    return first[:COMMENT_LIMIT]
+
 
 def final_score(score: float, late_penalty: float) -> float:
     """The one definition of the score that is published: the referee's score less the late

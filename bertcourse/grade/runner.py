@@ -19,11 +19,14 @@ from multiprocessing.connection import Connection, wait
 
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
-from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
 
 from bertcourse.grade import gradebook, late, lms, report
-from bertcourse.grade.assignment import AssignmentSpec, ensure_in_gradebook, load_assignment
+from bertcourse.grade.assignment import (
+    AssignmentSpec,
+    ensure_in_gradebook,
+    load_assignment,
+    load_coursedir,
+)
 from bertcourse.grade.isolation import (
     GRADER_USER,
     Capabilities,
@@ -78,36 +81,6 @@ class Summary:
     seconds: float
     caps: Capabilities
     results: list[SubmissionResult] | list[StoredGrade]
-
-
-def normalize_db_url(url: str) -> str:
-    """`postgresql://...` through psycopg2 (pinned here) when psycopg 3 is not installed.
-
-    SQLAlchemy 2.1 reads a bare `postgresql://` as psycopg 3.
-    """
-    import importlib.util
-
-    if url.startswith("postgresql://") and importlib.util.find_spec("psycopg") is None:
-        if importlib.util.find_spec("psycopg2") is not None:
-            return "postgresql+psycopg2://" + url[len("postgresql://") :]
-    return url
-
-
-def load_coursedir(course: str, db: str | None) -> tuple[CourseDirectory, Config]:
-    """The course's nbgrader configuration (nbgrader_config.py in the course folder)."""
-    root = os.path.abspath(course)
-    path = os.path.join(root, "nbgrader_config.py")
-    if not os.path.exists(path):
-        raise FileNotFoundError(
-            f"no nbgrader_config.py in {root}: run from the course folder or pass --course"
-        )
-    config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
-    if "root" not in config.CourseDirectory:
-        config.CourseDirectory.root = root
-    if db:
-        config.CourseDirectory.db_url = normalize_db_url(db)
-    coursedir = CourseDirectory(config=config)
-    return coursedir, config
 
 
 def student_id(folder: str) -> tuple[str, str | None]:
