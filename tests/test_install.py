@@ -341,7 +341,7 @@ def test_test_sh_lints_then_runs_pytest_with_the_arguments(tmp_path: Path, fakes
     assert steps == [
         "-m ruff check .",
         "-m ruff format --check bertcourse tests benchmarks",
-        "-m pytest -p no:cacheprovider -n 2 --durations=15 -k masks",
+        "-m pytest -p no:cacheprovider -n 2 --dist worksteal --durations=15 -k masks",
     ]
     assert not [c for c in fakes.called() if c.startswith(("npm", "node"))]
 
