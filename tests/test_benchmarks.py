@@ -32,8 +32,8 @@ def test_bench_options_writes_figures_that_agree_with_its_timings(tmp_path: Path
     threads = torch.get_num_threads()  # the benchmark sets its own; give them back after
     # small peak products: a 2048 x 2048 bf16 product takes over a minute on a CPU without
     # bf16 instructions, and the test checks how the figures agree, not how high they are;
-    # one thread, so as not to add threads to a busy machine (in CI it runs beside the busy
-    # book build: 230 s on two threads, 190 s on one, 42 s when it ran alone)
+    # one thread, so as not to add threads to a busy machine (scripts/test.sh runs it in the
+    # lane beside the suite, after the busy build: 61-73 s there)
     bench_options.main(["--sizes", "tiny", "--repeats", "1", "--peak-repeats", "1", "--threads", "1",
                         "--peak-sizes", "256", "512", "--json", str(out)])  # fmt: skip
     torch.set_num_threads(threads)
