@@ -24,6 +24,7 @@ from traitlets.config.loader import PyFileConfigLoader
 # modules every kernel imports: the zygote imports them once (isolation.Zygote)
 ALWAYS_PRELOADED = [
     "torch",
+    "torch._dynamo",  # torch.optim imports it on first use (`_disable_dynamo`): 1.8 s a kernel
     "numpy",
     "bertcourse",
     "bertcourse.grading",

@@ -22,6 +22,8 @@ import dataclasses
 import json
 import sys
 import time
+from asyncio import FIRST_COMPLETED
+from queue import Empty
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
@@ -32,11 +34,29 @@ from nbgrader import utils as nbutils
 from nbgrader.preprocessors import Execute
 
 from bertcourse.grade.isolation import KernelJail, Zygote
-from bertcourse.grade.referee import KernelGone, Referee
+from bertcourse.grade.referee import KernelGone, Referee, TestOutcome
 from bertcourse.grading import codec
 from bertcourse.grading.values import GradingError
 
 MAX_REPLY_CHARS = codec.Limits().max_bytes
+# one execute request answers all the calls of a test (see `remote.serve_calls`)
+SERVE_CALLS = "__import__('bertcourse.grading.remote', fromlist=['serve_calls']).serve_calls()"
+
+
+class _CallTimeout(Exception):
+    """A call of the learner's function ran past its budget."""
+
+
+@dataclasses.dataclass
+class _Serving:
+    """The open serve loop of the current test: its execute request and what waits on it."""
+
+    msg_id: str
+    cell: NotebookNode  # collects the loop's output (the learner's prints)
+    output: asyncio.Future[Any]  # IOPub: done when the kernel is idle again
+    reply: asyncio.Future[Any]  # shell: the loop's execute reply
+    pending: asyncio.Future[Any] | None = None  # the stdin read in progress
+
 
 MEMORY_ERROR_MARKERS = (
     "MemoryError",
@@ -156,6 +176,7 @@ class NotebookRun(Execute):
         self._truncated: set[int] = set()
         self._deadline = 0.0
         self._timed_out_now = False
+        self._serving: _Serving | None = None
         self.timeout_func = self._cell_timeout
 
     # timing ------------------------------------------------------------------------------------
@@ -222,36 +243,116 @@ class NotebookRun(Execute):
                 task_output.cancel()
             raise
 
+    # calls of the learner's functions -----------------------------------------------------------
     async def _remote_call(self, request: str, deadline: float) -> str:
-        """One call of a learner's function in the kernel: the reply text (data only)."""
-        expr = f"__import__('bertcourse.grading.remote', fromlist=['serve']).serve({request!r})"
-        scratch = NotebookNode(cell_type="code", source="", outputs=[], metadata={})
+        """One call of a learner's function in the kernel: the reply text (data only).
+
+        The calls of one test go through one execute request (`remote.serve_calls`, opened
+        by the first call): the request text answers the kernel's `input()` prompt on the
+        stdin channel, and the next prompt is the reply."""
         budget = max(1.0, min(deadline - time.monotonic(), self._remaining()))
-        self.timeout_func = lambda cell: max(1, int(budget + 0.999))
-        self._timed_out_now = False
+        until = time.monotonic() + budget
         try:
-            reply = await self._request(
-                scratch,
-                -1,
+            if self._serving is None:
+                self._serving = await self._open_serving()
+                await self._next_prompt(self._serving, until)  # the loop's READY
+            assert self.kc is not None
+            self.kc.input(request)
+            text = await self._next_prompt(self._serving, until)
+        except _CallTimeout:
+            await self._stop_serving(interrupt=True, timed_out=True)
+            raise TimeoutError(f"the call did not finish within {int(budget)} s") from None
+        if text is None or len(text) > MAX_REPLY_CHARS:
+            await self._stop_serving(interrupt=False, timed_out=False)
+            raise GradingError("the kernel did not answer the grader's call (0 points)")
+        return text
+
+    async def _open_serving(self) -> _Serving:
+        assert self.kc is not None
+        while True:  # nothing may be waiting on the stdin channel from before
+            try:
+                await ensure_async(self.kc.stdin_channel.get_msg(timeout=0))
+            except Empty:
+                break
+        cell = NotebookNode(cell_type="code", source="", outputs=[], metadata={})
+        msg_id = await ensure_async(
+            self.kc.execute(
                 "",
                 silent=True,
                 store_history=False,
-                user_expressions={"reply": expr},
+                allow_stdin=True,
+                stop_on_error=False,
+                user_expressions={"served": SERVE_CALLS},
             )
-        except (DeadKernelError, CellControlSignal, CellTimeoutError, RuntimeError) as error:
+        )
+        output = asyncio.ensure_future(self._async_poll_output_msg(msg_id, cell, -1))
+        return _Serving(msg_id, cell, output, asyncio.ensure_future(self._shell_reply(msg_id)))
+
+    async def _shell_reply(self, msg_id: str) -> dict[str, Any]:
+        assert self.kc is not None
+        while True:
+            msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=None))
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+
+    async def _next_prompt(self, serving: _Serving, until: float) -> str | None:
+        """The serve loop's next prompt (a reply), or None if the loop ended without one.
+        Raises `_CallTimeout` at `until`, `KernelGone` if the kernel dies."""
+        assert self.kc is not None
+        while True:
+            remaining = until - time.monotonic()
+            if remaining <= 0:
+                raise _CallTimeout
+            if serving.pending is None:  # one read at a time, kept across the waits
+                serving.pending = asyncio.ensure_future(
+                    ensure_async(self.kc.stdin_channel.get_msg())
+                )
+            get = serving.pending
+            done, _ = await asyncio.wait(
+                {get, serving.reply}, timeout=min(1.0, remaining), return_when=FIRST_COMPLETED
+            )
+            if get in done:
+                serving.pending = None
+                msg = get.result()
+                if (
+                    msg["parent_header"].get("msg_id") == serving.msg_id
+                    and msg["msg_type"] == "input_request"
+                ):
+                    prompt = msg["content"].get("prompt")
+                    return prompt if isinstance(prompt, str) else None
+            elif serving.reply.done():  # the loop ended (the learner's code stopped it)
+                await self._stop_serving(interrupt=False, timed_out=False)
+                return None
+            elif not await ensure_async(self.kc.is_alive()):
+                self._kernel_gone = True
+                raise KernelGone("the kernel died during a call")
+
+    async def _stop_serving(self, interrupt: bool, timed_out: bool) -> None:
+        """End the serve loop: EOF, or an interrupt when a call is still running. A kernel
+        that does not come back within `iopub_timeout` is gone (`timed_out`: stopped for
+        time, the parts graded before keep their points)."""
+        serving, self._serving = self._serving, None
+        if serving is None:
+            return
+        if serving.pending is not None:
+            serving.pending.cancel()
+        assert self.kc is not None and self.km is not None
+        if interrupt:
+            await ensure_async(self.km.interrupt_kernel())
+        elif not serving.reply.done():
+            self.kc.input("\x04")  # EOF: serve_calls returns
+        done, _ = await asyncio.wait({serving.reply}, timeout=self.iopub_timeout)
+        if done:
+            try:
+                await asyncio.wait_for(serving.output, self.iopub_timeout)
+            except asyncio.TimeoutError:
+                done = set()
+        self._scratch_outputs.extend(serving.cell.outputs[:20])
+        if not done:
+            serving.reply.cancel()
+            serving.output.cancel()
             self._kernel_gone = True
-            # a kernel that ignored the interrupt at its time limit is killed for time
-            timed_out = isinstance(error, CellTimeoutError) or self._timed_out_now
-            raise KernelGone(f"the kernel stopped answering: {error}", timed_out) from None
-        finally:
-            self.timeout_func = self._cell_timeout
-            self._scratch_outputs.extend(scratch.outputs[:20])
-        if self._timed_out_now:
-            raise TimeoutError(f"the call did not finish within {int(budget)} s")
-        text = _expression_text(reply, "reply")
-        if text is None:
-            raise GradingError("the kernel did not answer the grader's call (0 points)")
-        return text
+            raise KernelGone("the kernel stopped answering the grader", timed_out or interrupt)
 
     async def _preload(self) -> None:
         """Without a zygote, import the modules a zygote imports before it forks (torch,
@@ -281,22 +382,34 @@ class NotebookRun(Execute):
             return future.result()
 
         self.referee.session.send = send
+        gone: KernelGone | None = None
         try:
             outcome = await loop.run_in_executor(
                 None, self.referee.run_test, result.grade_id, deadline
             )
-        except KernelGone as gone:
-            outcome = None
-            killed_for_time = gone.timed_out
+        except KernelGone as error:
+            outcome, gone = None, error
+        if gone is None:
+            try:
+                await self._stop_serving(interrupt=False, timed_out=False)
+            except KernelGone as error:
+                gone = error
         cell.outputs = [o for o in self._scratch_outputs if o.get("output_type") == "stream"][:20]
-        if outcome is None and killed_for_time:  # earlier parts keep their points
+        if outcome is not None:
+            self._record(cell, result, outcome)
+        elif gone is not None and gone.timed_out:  # earlier parts keep their points
             result.outcome = "timed_out"
             result.message = "the call ran past its time limit and the kernel was stopped"
-            raise CellTimeoutError("the kernel ignored the interrupt at its time limit")
-        if outcome is None:
+        else:
             result.outcome = "not_run"
             result.message = "the kernel stopped during this test"
+        if gone is not None and gone.timed_out:
+            raise CellTimeoutError("the kernel ignored the interrupt at its time limit")
+        if gone is not None:
             raise DeadKernelError("Kernel died")
+
+    @staticmethod
+    def _record(cell: NotebookNode, result: CellResult, outcome: TestOutcome) -> None:
         if outcome.output:
             cell.outputs.append(
                 NotebookNode(output_type="stream", name="stdout", text=outcome.output)

@@ -381,7 +381,9 @@ class Zygote:
         self.log_path = os.path.join(self.dir, "zygote.log")
         package_parent = os.path.dirname(os.path.dirname(os.path.abspath(bertcourse.__file__)))
         env = _kernel_env("/", package_parent)
-        modules = ["ipykernel.kernelapp", "ipykernel.ipkernel", "IPython", *preload]
+        # ipykernel.debugger: every kernel imports it (and debugpy) while starting, 0.2 s of CPU
+        modules = ["ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython"]
+        modules += preload
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, SANDBOX_SCRIPT, "serve", self.socket, *dict.fromkeys(modules)],

@@ -14,8 +14,8 @@ The reference, the expected values, the tolerances and the hidden inputs' seeds 
 referee; the kernel sees only the inputs of each call. A kernel that lies can only return
 numbers, and only correct numbers pass the referee's comparison.
 
-Kernel side: `serve(request)` runs in the learner's kernel (sent by the referee as a user
-expression): it decodes the request, calls the learner's function from the notebook's
+Kernel side: `serve(request)` runs in the learner's kernel (`serve_calls` reads the requests
+from the kernel's stdin channel, one execute request for all the calls of a test): it decodes the request, calls the learner's function from the notebook's
 namespace with the earlier parts replaced by references (`use_reference`) and the forbidden
 references stubbed (a second signal; the rule itself is static), and encodes the result.
 A call with a `probe` (`bertcourse.grading.probe.measure`) also takes the referee's fixed
@@ -239,6 +239,43 @@ def _namespace() -> dict[str, Any]:
     return shell.user_ns
 
 
+READY = "ready"  # the serve loop's first prompt: no call answered yet
+
+
+def serve_calls() -> None:
+    """Kernel side: answer the referee's calls until it ends them (EOF).
+
+    Runs as the user expression of one execute request with `allow_stdin` (an expression, as
+    `serve` was: a learner's input or AST transformers do not touch it): each reply is the
+    prompt of an input request on the kernel's stdin channel, and the referee's answer to that
+    prompt is the next call. Two messages a call instead of an execute request's seven, and
+    none of ipykernel's per-request work. While the learner's function runs, `input` raises
+    `StdinNotImplementedError` as in a graded cell, so its own prompts cannot cross the channel.
+    """
+    import builtins
+
+    from IPython import get_ipython
+
+    read = get_ipython().kernel.raw_input  # a prompt on the stdin channel, for this request
+    reply = READY
+    while True:
+        try:
+            request = read(reply)
+        except EOFError:
+            return
+        builtins.input, saved = _no_stdin, builtins.input
+        try:
+            reply = serve(request)
+        finally:
+            builtins.input = saved
+
+
+def _no_stdin(prompt: str = "") -> str:
+    from IPython.core.error import StdinNotImplementedError
+
+    raise StdinNotImplementedError("input() is not available while a graded function runs")
+
+
 def serve(request: str) -> str:
     """Kernel side: run one call of the learner's function; the reply as codec text."""
     try:
@@ -331,18 +368,7 @@ class OpTrace:
 
     def __enter__(self) -> OpTrace:
         if self.ops:
-            from torch.utils._python_dispatch import TorchDispatchMode
-
-            trace = self
-
-            class _Mode(TorchDispatchMode):
-                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                    name = func._overloadpacket._qualified_op_name
-                    if not trace.paused and name in trace.ops and name not in trace.seen:
-                        trace.seen.append(name)
-                    return func(*args, **(kwargs or {}))
-
-            self._mode = _Mode()
+            self._mode = _trace_mode_class()(self)
             self._mode.__enter__()
         return self
 
@@ -350,6 +376,33 @@ class OpTrace:
         if self._mode is not None:
             self._mode.__exit__(*exc)
             self._mode = None
+
+
+@functools.cache
+def _trace_mode_class() -> type:
+    """The dispatch mode behind `OpTrace`, defined once per kernel (torch imported lazily).
+
+    `_should_skip_dynamo` is False: otherwise torch wraps the handler in `_disable_dynamo`,
+    which imports `torch._dynamo` on the first traced call (1.8 s of CPU in every kernel,
+    measured with py-spy) for a guard that only matters under `torch.compile`."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _TraceMode(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False
+
+        def __init__(self, trace: OpTrace) -> None:
+            super().__init__()
+            self.trace = trace
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            trace, name = self.trace, func._overloadpacket._qualified_op_name
+            if not trace.paused and name in trace.ops and name not in trace.seen:
+                trace.seen.append(name)
+            return func(*args, **(kwargs or {}))
+
+    return _TraceMode
 
 
 class Reply(str):

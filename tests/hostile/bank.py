@@ -148,16 +148,22 @@ pids = []
 for _ in range(4):
     pid = os.fork()
     if pid == 0:
-        block = bytearray(700 * 2**20)   # 700 MiB each, touched page by page
-        for i in range(0, len(block), 4096):
-            block[i] = 1
-        time.sleep(3)
-        os._exit(0)
+        try:
+            block = bytearray(450 * 2**20)   # 450 MiB each, touched page by page
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            time.sleep(3)
+        finally:
+            os._exit(0)
     pids.append(pid)
 killed = [pid for pid in pids if os.waitpid(pid, 0)[1] != 0]
 if killed:
     raise RuntimeError(f"{len(killed)} children did not finish")
 """
+# Each child stays under the per-process cap (RLIMIT_DATA, 1 GiB in the test course: a
+# child inherits the kernel's ~400 MiB of private data, threads' stacks included); the four
+# together pass the kernel's memory cgroup. A child must exit whatever happens: one that
+# raised would go on running the kernel's event loop, and the parent would wait for it.
 OUTPUT_FLOOD = 'while True:\n    print("spam " * 200)'
 STDERR_NOISE = """
 import sys, warnings
@@ -171,6 +177,12 @@ def count_positive(x):
     warnings.warn("count_positive: slow path", UserWarning)
     print("debug: counting", file=sys.stderr)
     return int((x > 0).sum())
+"""
+ASKS_FOR_INPUT = """
+def count_positive(x):
+    print("count_positive: strictly positive?")
+    strict = input("yes or no: ") == "yes"
+    return int((x > 0).sum()) if strict else int((x >= 0).sum())
 """
 MONKEYPATCH_TORCH = """
 import torch
@@ -506,7 +518,7 @@ CASES: list[Case] = [
     ),
     Case(
         "memory_children",
-        "four children of 700 MiB each",
+        "four children of 450 MiB each",
         lambda nb, ctx: prepend(nb, "count", MEMORY_CHILDREN),
         "memory_exceeded",
         ("count",),
@@ -584,6 +596,13 @@ CASES: list[Case] = [
             insert_after(nb, "setup", STDERR_NOISE), "count", STDERR_IN_FUNCTIONS
         ),
         "graded",
+    ),
+    Case(
+        "asks_for_input",
+        "a graded function that calls input(), as no graded cell may",
+        lambda nb, ctx: answer(nb, "count", ASKS_FOR_INPUT),
+        "graded",
+        ("count",),
     ),
     Case(
         "wrong_file_name",
