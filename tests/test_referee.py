@@ -151,6 +151,11 @@ def test_codec_limits() -> None:
         codec.decode(_message(deep), "referee")
     with pytest.raises(codec.CodecError, match="larger than"):
         codec.decode(_message("x" * 100), "referee", codec.Limits(max_bytes=50))
+    # a flat list or tuple of plain values counts every item, as a nested one does
+    for flat in ([1] * 100, {"$tuple": [0.5] * 100}, [[1, "a", None]] * 40):
+        with pytest.raises(codec.CodecError, match="too large"):
+            codec.decode(_message(flat), "referee", codec.Limits(max_nodes=99))
+    assert codec.decode(_message([1] * 98), "referee", codec.Limits(max_nodes=99)) == [1] * 98
     big = codec.encode(torch.zeros(1000), side="kernel")
     with pytest.raises(codec.CodecError, match="elements"):
         codec.decode(big, "referee", codec.Limits(max_tensor_elements=999))

@@ -104,6 +104,15 @@ class OptimizerState:
 # --- encoding -------------------------------------------------------------------------------
 
 
+_PLAIN = frozenset({type(None), bool, int, str})  # exact types JSON writes and reads as is
+
+
+def _plain_items(items: list[Any] | tuple[Any, ...]) -> bool:
+    """Every item a JSON scalar (finite floats included): a list of token ids or losses is
+    then written and read in one step, not one call per item."""
+    return all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in items)
+
+
 class _Encoder:
     def __init__(self, side: str) -> None:
         self.side = side  # "referee": modules go out whole; "kernel": only their state
@@ -150,9 +159,9 @@ class _Encoder:
         if _is_config(x):
             return {"$config": self.value(dataclasses.asdict(x), depth + 1)}
         if isinstance(x, tuple):
-            return {"$tuple": [self.value(v, depth + 1) for v in x]}
+            return {"$tuple": list(x) if _plain_items(x) else [self.value(v, depth + 1) for v in x]}
         if isinstance(x, list):
-            return [self.value(v, depth + 1) for v in x]
+            return list(x) if _plain_items(x) else [self.value(v, depth + 1) for v in x]
         if isinstance(x, dict):
             return {
                 "$dict": [
@@ -262,19 +271,28 @@ class _Decoder:
             raise CodecError(f"unknown tensor {name!r}")
         return self.tensors[name]
 
-    def value(self, node: Any, depth: int = 0) -> Any:
-        self.nodes += 1
+    def _count(self, nodes: int, depth: int) -> None:
+        self.nodes += nodes
         if self.nodes > self.limits.max_nodes or depth > self.limits.max_depth:
             raise CodecError("the message is too large or nested too deeply")
+
+    def value(self, node: Any, depth: int = 0) -> Any:
+        self._count(1, depth)
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
         if isinstance(node, list):
+            if _plain_items(node):  # fresh from json.loads: nothing else refers to it
+                self._count(len(node), depth + 1)
+                return node
             return [self.value(v, depth + 1) for v in node]
         if not isinstance(node, dict) or len(node) < 1:
             raise CodecError(f"unexpected node {type(node).__name__}")
         tag = next(iter(node))
         body = node[tag]
         if tag == "$tuple" and isinstance(body, list):
+            if _plain_items(body):
+                self._count(len(body), depth + 1)
+                return tuple(body)
             return tuple(self.value(v, depth + 1) for v in body)
         if tag == "$dict" and isinstance(body, list):
             out = {}
