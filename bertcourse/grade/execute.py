@@ -6,8 +6,9 @@ kernel start-up, per-cell timeout with interrupt, output handling) with four cha
 - the kernel is started through the jail (`isolation.KernelJail`) over Unix-socket (IPC)
   transport, so that it works across the network namespace;
 - a graded test cell is not sent to the kernel at all: the referee (`referee.Referee`, in this
-  process, outside the jail) runs it, and each call of a learner's function becomes one user
-  expression `bertcourse.grading.remote.serve(<data>)` whose reply is data (`grading.codec`);
+  process, outside the jail) runs it; the calls of a learner's functions go to the kernel
+  through one request per test (`remote.serve_calls`: each call is the answer to an input
+  prompt on the kernel's stdin channel, each reply the next prompt), as data (`grading.codec`);
 - an instructor set-up cell runs in the kernel and in the referee's own namespace;
 - output is capped per cell and per notebook while it arrives (a print loop cannot fill the
   grader's memory);
@@ -502,23 +503,6 @@ def _error_output(ename: str, evalue: str, traceback: list[str]) -> NotebookNode
         evalue=evalue,
         traceback=traceback or [f"{ename}: {evalue}"],
     )
-
-
-def _expression_text(reply: dict[str, Any] | None, key: str) -> str | None:
-    """The text a user expression showed (`remote.Reply`: the codec's text itself), or None.
-    Nothing is evaluated or parsed here: the referee decodes it with the codec's limits."""
-    if not reply:
-        return None
-    try:
-        value = reply["content"]["user_expressions"][key]
-        if value.get("status") != "ok":
-            return None
-        text = value["data"]["text/plain"]
-    except (KeyError, TypeError, AttributeError):
-        return None
-    if not isinstance(text, str) or len(text) > MAX_REPLY_CHARS:
-        return None
-    return text
 
 
 def memory_error_in(nb: NotebookNode) -> bool:

@@ -107,7 +107,7 @@ class OptimizerState:
 _PLAIN = frozenset({type(None), bool, int, str})  # exact types JSON writes and reads as is
 
 
-def _plain_items(items: list[Any] | tuple[Any, ...]) -> bool:
+def plain_items(items: list[Any] | tuple[Any, ...]) -> bool:
     """Every item a JSON scalar (finite floats included): a list of token ids or losses is
     then written and read in one step, not one call per item."""
     return all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in items)
@@ -159,9 +159,9 @@ class _Encoder:
         if _is_config(x):
             return {"$config": self.value(dataclasses.asdict(x), depth + 1)}
         if isinstance(x, tuple):
-            return {"$tuple": list(x) if _plain_items(x) else [self.value(v, depth + 1) for v in x]}
+            return {"$tuple": list(x) if plain_items(x) else [self.value(v, depth + 1) for v in x]}
         if isinstance(x, list):
-            return list(x) if _plain_items(x) else [self.value(v, depth + 1) for v in x]
+            return list(x) if plain_items(x) else [self.value(v, depth + 1) for v in x]
         if isinstance(x, dict):
             return {
                 "$dict": [
@@ -281,7 +281,7 @@ class _Decoder:
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
         if isinstance(node, list):
-            if _plain_items(node):  # fresh from json.loads: nothing else refers to it
+            if plain_items(node):  # fresh from json.loads: nothing else refers to it
                 self._count(len(node), depth + 1)
                 return node
             return [self.value(v, depth + 1) for v in node]
@@ -290,7 +290,7 @@ class _Decoder:
         tag = next(iter(node))
         body = node[tag]
         if tag == "$tuple" and isinstance(body, list):
-            if _plain_items(body):
+            if plain_items(body):
                 self._count(len(body), depth + 1)
                 return tuple(body)
             return tuple(self.value(v, depth + 1) for v in body)

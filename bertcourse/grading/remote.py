@@ -15,10 +15,11 @@ referee; the kernel sees only the inputs of each call. A kernel that lies can on
 numbers, and only correct numbers pass the referee's comparison.
 
 Kernel side: `serve(request)` runs in the learner's kernel (`serve_calls` reads the requests
-from the kernel's stdin channel, one execute request for all the calls of a test): it decodes the request, calls the learner's function from the notebook's
-namespace with the earlier parts replaced by references (`use_reference`) and the forbidden
-references stubbed (a second signal; the rule itself is static), and encodes the result.
-A call with a `probe` (`bertcourse.grading.probe.measure`) also takes the referee's fixed
+from the kernel's stdin channel, one execute request for all the calls of a test): it decodes
+the request, calls the learner's function from the notebook's namespace with the earlier parts
+replaced by references (`use_reference`) and the forbidden references stubbed (a second
+signal; the rule itself is static), and encodes the result. A call with a `probe`
+(`bertcourse.grading.probe.measure`) also takes the referee's fixed
 autograd measurement around the learner's function and sends it back as values.
 """
 
@@ -37,6 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from bertcourse.grading import codec
+from bertcourse.grading.codec import plain_items
 from bertcourse.grading.forbid import (
     _reference_callable,
     forbidden,
@@ -206,7 +208,10 @@ def mirror(local: Any, after: Any) -> Any:
         local.setstate(after.getstate())
         return local
     if isinstance(local, list) and isinstance(after, list):
-        if len(local) == len(after):
+        if plain_items(local) and plain_items(after):  # what the item-wise copy would give
+            if local != after:
+                local[:] = after
+        elif len(local) == len(after):
             local[:] = [mirror(a, b) for a, b in zip(local, after)]
         else:
             local[:] = after
@@ -405,20 +410,8 @@ def _trace_mode_class() -> type:
     return _TraceMode
 
 
-class Reply(str):
-    """The kernel's reply, shown as itself: the user expression's text/plain is the codec
-    text, with no Python quoting for the grader to undo (the grader parses nothing the
-    kernel sends except through `codec.decode`, with its limits)."""
-
-    def __repr__(self) -> str:
-        return str.__str__(self)
-
-
 def _reply(outcome: dict[str, Any]) -> str:
-    return Reply(_encode_reply(outcome))
-
-
-def _encode_reply(outcome: dict[str, Any]) -> str:
+    """The outcome as codec text (the prompt that carries it back to the referee)."""
     try:
         return codec.encode(outcome, side="kernel")
     except codec.CodecError as error:

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from bertcourse.grading import i18n
+from bertcourse.grading.codec import plain_items
 
 
 class GradingError(AssertionError):
@@ -41,9 +42,10 @@ def describe(x: Any) -> str:
     if isinstance(x, random.Random):
         return "random.Random"
     if isinstance(x, (list, tuple)):
-        text = repr(x)
-        if len(text) <= 60:
-            return text
+        if len(x) <= 20:  # more items cannot print in 60 characters: not printed at all
+            text = repr(x)
+            if len(text) <= 60:
+                return text
         kinds = sorted({type(v).__name__ for v in x})
         return f"{type(x).__name__} of {len(x)} {'/'.join(kinds)}"
     if isinstance(x, Mapping):
@@ -81,6 +83,8 @@ def _copy(x: Any) -> Any:
     Values that cannot be deep-copied (a tensor in the middle of a graph) are copied item by
     item, and tensors are then cloned.
     """
+    if type(x) in (list, tuple) and plain_items(x):  # a vocabulary: no copy per item
+        return list(x) if type(x) is list else x
     try:
         return copy.deepcopy(x)
     except Exception:
