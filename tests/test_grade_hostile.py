@@ -321,6 +321,19 @@ def test_feedback_has_no_hidden_tests(bank: dict) -> None:
     assert "flagged for review" in tampered
 
 
+def test_a_graded_function_cannot_prompt_for_input(bank: dict) -> None:
+    """The calls of a test are answers to prompts on the kernel's stdin channel: the learner's
+    own input() gets the error of any graded cell, and its output still reaches the page."""
+    if "asks_for_input" not in bank["cases"]:
+        pytest.skip("needs root (a separate user, namespaces, cgroups)")
+    page = bank["course"] / ".grading" / "feedback" / "asks_for_input" / "toy" / "toy.html"
+    raw = page.read_text()
+    assert "StdinNotImplementedError: input() is not available while a graded function runs" in (
+        _text(raw)
+    )
+    assert "<pre>count_positive: strictly positive?" in raw  # the print, as an output
+
+
 def test_regrade_is_idempotent_and_leaves_no_stale_marks(bank: dict, tmp_path: Path) -> None:
     course = tmp_path / "course"  # a copy: the other tests keep reading the first run's files
     _copy_course(bank["course"], course)

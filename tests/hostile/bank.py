@@ -161,7 +161,8 @@ if killed:
     raise RuntimeError(f"{len(killed)} children did not finish")
 """
 # Each child stays under the per-process cap (RLIMIT_DATA, 1 GiB in the test course: a
-# child inherits the kernel's ~400 MiB of private data, threads' stacks included); the four
+# child inherits the kernel's private data, about 300 MiB for its imports plus its threads'
+# stacks); the four
 # together pass the kernel's memory cgroup. A child must exit whatever happens: one that
 # raised would go on running the kernel's event loop, and the parent would wait for it.
 OUTPUT_FLOOD = 'while True:\n    print("spam " * 200)'
