@@ -158,14 +158,19 @@ def source_messages(path: Path) -> dict[str, list[tuple[str, int]]]:
 
 
 RAISED = ("GradingError", "ForbiddenCallError")
-RAISED_IN = ("forbid.py", "remote.py")  # the learner-facing raises (a forbidden call, the referee)
+# the learner-facing raises: a forbidden call, the referee's calls across the boundary
+RAISED_IN = (
+    "bertcourse/grading/forbid.py",
+    "bertcourse/grade/boundary/remote.py",
+    "bertcourse/grade/boundary/execute.py",
+)
 
 
 def raised_messages() -> dict[str, list[tuple[str, int]]]:
     """msgid -> occurrences: the messages the grading package raises itself (the forbidden
     calls, the referee's remote calls), translated by `GradingError`."""
     found: dict[str, list[tuple[str, int]]] = {}
-    for path in (ROOT / "bertcourse" / "grading" / name for name in RAISED_IN):
+    for path in (ROOT / name for name in RAISED_IN):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for call in ast.walk(tree):
             if isinstance(call, ast.Call) and getattr(call.func, "id", None) in RAISED:

@@ -23,7 +23,7 @@ import nbformat
 import pytest
 
 from bertcourse.grade import classreport, gradebook, results
-from bertcourse.grade.referee import _hidden_message
+from bertcourse.grade.boundary.referee import _hidden_message
 from bertcourse.grade.status import Status
 from bertcourse.grading.values import GradingError
 

@@ -299,7 +299,7 @@ def test_the_class_report_names_a_chinese_headline():
 
 
 def test_a_hidden_chinese_failure_shows_no_value():
-    from bertcourse.grade.referee import _hidden_message
+    from bertcourse.grade.boundary.referee import _hidden_message
 
     grading.set_language("zh_CN")
     text = _failure(grading.check_tensor, torch.zeros(7, 5), shape=(7, 3), what="masked_input_ids")

@@ -39,7 +39,7 @@ from hostile.bank import (
 )
 
 from bertcourse.grade import gradebook
-from bertcourse.grade.isolation import GRADER_USER, ensure_grader_user
+from bertcourse.grade.jail import GRADER_USER, ensure_grader_user
 from bertcourse.grade.runner import Options, run
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the grading jail is Linux-only")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bertcourse.grade import gradebook, runner
 from bertcourse.grade.assignment import AssignmentSpec
-from bertcourse.grade.isolation import Limits
+from bertcourse.grade.jail import Limits
 from bertcourse.grade.results import SubmissionResult
 from bertcourse.grade.status import Status
 from bertcourse.grade.worker import Task

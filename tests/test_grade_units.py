@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 from course_fixture import make_toy_course
 
-from bertcourse.grade import isolation
 from bertcourse.grade.assignment import (
     ensure_in_gradebook,
     load_assignment,
     load_coursedir,
     strip_hidden_tests,
 )
+from bertcourse.grade.jail import Capabilities, KernelJail, Limits, detect, release
 from bertcourse.grade.report import csv_rows
 from bertcourse.grade.results import StoredGrade
 from bertcourse.grade.submission import InvalidNotebook, find_tampering, load_notebook, repair
@@ -39,10 +39,10 @@ linux = pytest.mark.skipif(sys.platform != "linux", reason="Linux only")
 # --- the jail -------------------------------------------------------------------------------
 
 
-def _in_jail(caps: isolation.Capabilities, code: str, hide: list[str]) -> tuple[int, str]:
+def _in_jail(caps: Capabilities, code: str, hide: list[str]) -> tuple[int, str]:
     base = tempfile.mkdtemp(prefix="bcg-test-")
     os.chmod(base, 0o711)
-    jail = isolation.KernelJail(caps, isolation.Limits(memory_bytes=1 << 30), base, hide, 1)
+    jail = KernelJail(caps, Limits(memory_bytes=1 << 30), base, hide, 1)
     try:
         cmd = jail.command([sys.executable, "-c", code])
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -82,13 +82,13 @@ def test_jail_hides_the_course_and_drops_privileges(tmp_path: Path) -> None:
     secret = course / "solutions" / "answers.ipynb"
     secret.write_text("{}")
     course.chmod(0o755)
-    caps = isolation.detect()
+    caps = detect()
     assert caps.namespaces, "namespaces should be available to root here"
     code = f"SECRET = {str(secret)!r}\n" + PROBE
     try:
         rc, out = _in_jail(caps, code, [str(course)])
     finally:
-        isolation.release(caps)
+        release(caps)
     assert rc == 0, out
     probe = json.loads(out.split("PROBE", 1)[1].splitlines()[0])
     assert probe["uid"] == caps.uid != 0
@@ -102,7 +102,7 @@ def test_jail_hides_the_course_and_drops_privileges(tmp_path: Path) -> None:
 
 @linux
 def test_launcher_without_root_kills_what_the_kernel_left_behind(tmp_path: Path) -> None:
-    caps = isolation.Capabilities(False, False, None, None, None, None, None)
+    caps = Capabilities(False, False, None, None, None, None, None)
     marker = tmp_path / "daemon.pid"
     code = f"""
 import os, time
@@ -227,3 +227,64 @@ def test_help_lists_the_statuses() -> None:
     assert out.returncode == 0
     for word in ("--workers", "--db", "--csv", "timed_out", "memory_exceeded", "tampered"):
         assert word in out.stdout
+
+
+# --- the grader's layout --------------------------------------------------------------------
+
+
+def _grader_imports() -> dict[str, set[str]]:
+    """Every module of bertcourse.grade and bertcourse.grading -> the package modules it
+    imports, at module level or inside a function (a lazy import hides a cycle, not removes it).
+    `from bertcourse.grade.boundary import codec` counts as an import of that submodule."""
+    import ast
+    import importlib.util
+    import pkgutil
+
+    import bertcourse.grade
+    import bertcourse.grading
+
+    names = {"bertcourse.grade", "bertcourse.grading"}
+    for package in (bertcourse.grade, bertcourse.grading):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            names.add(info.name)
+    graph: dict[str, set[str]] = {}
+    for name in names:
+        tree = ast.parse(Path(importlib.util.find_spec(name).origin).read_text())
+        deps: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    deps.add(full if full in names else node.module)
+            elif isinstance(node, ast.Import):
+                deps |= {alias.name for alias in node.names}
+        graph[name] = {d for d in deps if d in names and d != name}
+    return graph
+
+
+def test_the_grader_has_no_import_cycle_and_the_checks_do_not_import_it() -> None:
+    """The learner's checks (`bertcourse.grading`, imported by every exercise notebook) never
+    import the grader (`bertcourse.grade`: the jail, the boundary, the batch), and no module of
+    either reaches itself through imports, lazy ones included."""
+    graph = _grader_imports()
+    assert len(graph) > 30  # every module was found (the walk did not stop at a package)
+    into_grader = {
+        name: sorted(d for d in deps if d.split(".")[:2] == ["bertcourse", "grade"])
+        for name, deps in graph.items()
+        if name.startswith("bertcourse.grading")
+    }
+    assert not any(into_grader.values()), into_grader
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(graph[n])
+        return seen
+
+    # a package's __init__ re-exporting its submodules is not a cycle unless one of them
+    # imports the package itself back
+    cycles = {n: sorted(graph[n]) for n in graph if n in reach(n)}
+    assert not cycles, cycles

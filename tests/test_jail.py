@@ -30,7 +30,19 @@ import pytest
 from hostile.bank import Listener
 
 import bertcourse
-from bertcourse.grade import isolation, sandbox
+from bertcourse.grade.jail import (
+    CGROUPS_FILE,
+    DEVICES,
+    Capabilities,
+    KernelJail,
+    Limits,
+    Zygote,
+    clean_after,
+    detect,
+    launcher,
+    release,
+    rootfs,
+)
 
 ROOT = os.geteuid() == 0
 linux = pytest.mark.skipif(sys.platform != "linux", reason="the grading jail is Linux-only")
@@ -79,7 +91,7 @@ def listing(path):
     except OSError as error:
         return type(error).__name__
 out = {"root": listing("/"), "dev": listing("/dev"), "etc": listing("/etc"), "tmp": listing("/tmp")}
-from bertcourse.grade.sandbox import mount_points
+from bertcourse.grade.jail.launcher import mount_points
 out["mounts"] = sorted(mount_points())
 out["exists"] = {p: os.path.lexists(p) for p in PATHS}
 out["reached"] = {}
@@ -122,9 +134,9 @@ def _probe_code(listener: Listener, extra: list[str]) -> str:
     return "".join(f"{k} = {v!r}\n" for k, v in values.items()) + PROBE
 
 
-async def _in_kernel(jail: isolation.KernelJail, zygote, code: str) -> str:
+async def _in_kernel(jail: KernelJail, zygote, code: str) -> str:
     """Start a kernel as the grader does (execute.JailedKernelManager), run `code`, its stdout."""
-    from bertcourse.grade.execute import JailedKernelManager
+    from bertcourse.grade.boundary.execute import JailedKernelManager
 
     km = JailedKernelManager(kernel_name="python3", transport="ipc")
     km.connection_file = jail.connection_file
@@ -150,11 +162,11 @@ async def _in_kernel(jail: isolation.KernelJail, zygote, code: str) -> str:
     return "".join(out)
 
 
-def _probe(caps: isolation.Capabilities, listener: Listener, zygote) -> dict:
+def _probe(caps: Capabilities, listener: Listener, zygote) -> dict:
     base = tempfile.mkdtemp(prefix="bcg-test-")
     os.chmod(base, 0o711)
     course = tempfile.mkdtemp(prefix="course-", dir=base)  # beside the scratch, like a course
-    jail = isolation.KernelJail(caps, isolation.Limits(memory_bytes=1 << 30), base, [course], 1)
+    jail = KernelJail(caps, Limits(memory_bytes=1 << 30), base, [course], 1)
     try:
         text = asyncio.run(_in_kernel(jail, zygote, _probe_code(listener, [course])))
         assert "PROBE" in text, text + jail.read_log()
@@ -169,9 +181,9 @@ def _probe(caps: isolation.Capabilities, listener: Listener, zygote) -> dict:
 @pytest.fixture(scope="module")
 def probes() -> dict:
     """What a kernel sees, started by exec and through a zygote (one kernel each)."""
-    caps = isolation.detect()
+    caps = detect()
     listener = Listener()
-    zygote = isolation.Zygote([])
+    zygote = Zygote([])
     try:
         assert listener.reachable_from_here()
         control = listener.connections
@@ -181,7 +193,7 @@ def probes() -> dict:
     finally:
         zygote.close()
         listener.close()
-        isolation.release(caps)
+        release(caps)
 
 
 def _top(path: str) -> str:
@@ -194,7 +206,7 @@ def _top(path: str) -> str:
 def test_a_kernel_sees_exactly_the_allow_list(probes: dict, mode: str) -> None:
     seen = probes[mode]
     read_only = _expected_read_only()
-    own = {"/", "/proc", "/tmp", "/dev/shm", *isolation.DEVICES, seen["scratch"]}
+    own = {"/", "/proc", "/tmp", "/dev/shm", *DEVICES, seen["scratch"]}
     assert set(seen["mounts"]) == read_only | own
     links = {"lib", "lib64", "bin", "sbin"} & set(seen["root"])  # merged /usr: links to usr/...
     assert all(os.path.islink(f"/{name}") for name in links)
@@ -238,10 +250,10 @@ def test_both_launch_paths_build_the_same_jail(probes: dict) -> None:
 # --- without a kernel -------------------------------------------------------------------------
 
 
-def _run_jailed(caps: isolation.Capabilities, code: str, hide: list[str]) -> tuple[int, str]:
+def _run_jailed(caps: Capabilities, code: str, hide: list[str]) -> tuple[int, str]:
     base = tempfile.mkdtemp(prefix="bcg-test-")
     os.chmod(base, 0o711)
-    jail = isolation.KernelJail(caps, isolation.Limits(memory_bytes=1 << 30), base, hide, 1)
+    jail = KernelJail(caps, Limits(memory_bytes=1 << 30), base, hide, 1)
     try:
         proc = subprocess.run(
             jail.command([sys.executable, "-c", code]), capture_output=True, text=True, timeout=120
@@ -258,12 +270,12 @@ def test_a_hidden_folder_inside_an_allowed_one_stays_hidden() -> None:
     """`hide` still counts where the allow-list holds the folder (a course kept in a venv)."""
     package = os.path.dirname(os.path.realpath(bertcourse.__file__))
     hidden = os.path.join(package, "grade")
-    caps = isolation.detect()
+    caps = detect()
     try:
         code = f"import os; print(os.listdir({hidden!r}), os.path.exists({package!r} + '/grading'))"
         rc, out = _run_jailed(caps, code, [hidden])
     finally:
-        isolation.release(caps)
+        release(caps)
     assert (rc, out.strip()) == (0, "[] True"), out
 
 
@@ -271,18 +283,18 @@ def test_a_hidden_folder_inside_an_allowed_one_stays_hidden() -> None:
 def test_no_root_mode_runs_without_a_jail(tmp_path: Path) -> None:
     """Without root the launcher builds no jail (documented in book/instructors.md): the
     kernel sees the host, runs as this user, with the resource limits and a clean environment."""
-    caps = isolation.Capabilities(False, False, None, None, None, None, None)
+    caps = Capabilities(False, False, None, None, None, None, None)
     code = (
         "import json, os, resource; print(json.dumps([os.getuid(), os.path.exists('/etc/passwd'),"
         " sorted(os.environ), resource.getrlimit(resource.RLIMIT_DATA)[0]]))"
     )
     rc, out = _run_jailed(caps, code, [])
-    clean = sorted(isolation._kernel_env(str(tmp_path), str(tmp_path)))
+    clean = sorted(rootfs.kernel_env(str(tmp_path), str(tmp_path)))
     assert (rc, json.loads(out)) == (0, [os.getuid(), True, clean, 1 << 30]), out
 
 
 def test_the_loader_named_by_python_is_the_one_it_loaded() -> None:
-    interpreter = isolation._elf_interpreter(os.path.realpath(sys.executable))
+    interpreter = rootfs._elf_interpreter(os.path.realpath(sys.executable))
     assert interpreter is not None and interpreter.startswith("/")
     mapped = Path("/proc/self/maps").read_text()
     assert os.path.realpath(interpreter) in mapped
@@ -293,7 +305,7 @@ def test_links_on_a_path_are_recorded_in_resolution_order(tmp_path: Path) -> Non
     (tmp_path / "usr" / "lib" / "real.so").write_text("")
     (tmp_path / "lib").symlink_to("usr/lib")
     (tmp_path / "usr" / "lib" / "alias.so").symlink_to(str(tmp_path / "lib" / "real.so"))
-    links = isolation._links_on(str(tmp_path / "lib" / "alias.so"))
+    links = rootfs._links_on(str(tmp_path / "lib" / "alias.so"))
     assert links == {
         str(tmp_path / "lib"): "usr/lib",
         str(tmp_path / "usr" / "lib" / "alias.so"): str(tmp_path / "lib" / "real.so"),
@@ -304,11 +316,11 @@ def test_links_on_a_path_are_recorded_in_resolution_order(tmp_path: Path) -> Non
 
 WORKER = """
 import os, subprocess, sys, time
-from bertcourse.grade import isolation
-caps = isolation.Capabilities.from_json(sys.argv[1])
-zygote = isolation.Zygote([])
+from bertcourse.grade.jail import Capabilities, KernelJail, Limits, Zygote
+caps = Capabilities.from_json(sys.argv[1])
+zygote = Zygote([])
 print("ZYGOTE", zygote.dir, flush=True)
-jail = isolation.KernelJail(caps, isolation.Limits(memory_bytes=1 << 30), sys.argv[2], [], 1)
+jail = KernelJail(caps, Limits(memory_bytes=1 << 30), sys.argv[2], [], 1)
 kernel = subprocess.Popen(jail.command([sys.executable, "-c",
     "import os, time; print('KERNEL', os.getpid(), flush=True); time.sleep(600)"]),
     stdout=subprocess.PIPE, text=True)
@@ -319,16 +331,16 @@ time.sleep(600)
 
 
 def _mounts_under(path: str) -> list[str]:
-    return [point for point in sandbox.mount_points() if _inside(point, path)]
+    return [point for point in launcher.mount_points() if _inside(point, path)]
 
 
 @linux
 @needs_root
 def test_the_parent_cleans_up_after_a_killed_worker() -> None:
     """A worker killed while its kernel runs leaves a scratch tmpfs, cgroups and folders;
-    `isolation.clean_after` (what the pool's parent runs) removes them all. The worker's
+    `clean_after` (what the pool's parent runs) removes them all. The worker's
     zygote, told of its death, removes its own folder."""
-    caps = isolation.detect()
+    caps = detect()
     scratch = tempfile.mkdtemp(prefix="bcg-")
     os.chmod(scratch, 0o711)
     worker = subprocess.Popen(
@@ -341,7 +353,7 @@ def test_the_parent_cleans_up_after_a_killed_worker() -> None:
         zygote_dir = worker.stdout.readline().split()[1]
         assert os.path.isdir(zygote_dir)
         assert worker.stdout.readline().strip() == "READY"
-        records = list(Path(scratch).glob(f"p-*/{isolation.CGROUPS_FILE}"))
+        records = list(Path(scratch).glob(f"p-*/{CGROUPS_FILE}"))
         groups = [g for r in records for g in r.read_text().split()]
         assert (len(groups) > 0) == (caps.cgroup is not None)
         assert all(os.path.isdir(g) for g in groups)
@@ -349,7 +361,7 @@ def test_the_parent_cleans_up_after_a_killed_worker() -> None:
         worker.send_signal(signal.SIGKILL)
         worker.wait(30)
         time.sleep(0.5)  # the launcher and the kernel follow their parent (PR_SET_PDEATHSIG)
-        isolation.clean_after(scratch)
+        clean_after(scratch)
         assert [g for g in groups if os.path.exists(g)] == []
         assert _mounts_under(scratch) == []
         assert not os.path.exists(scratch)
@@ -357,5 +369,28 @@ def test_the_parent_cleans_up_after_a_killed_worker() -> None:
     finally:
         if worker.poll() is None:
             worker.kill()
-        isolation.clean_after(scratch)
-        isolation.release(caps)
+        clean_after(scratch)
+        release(caps)
+
+
+@linux
+@needs_root
+def test_a_kernel_gets_its_cgroup_after_another_grader_released_the_parent() -> None:
+    """The parent cgroup is shared by every grader on the machine, and `release` removes it
+    when it is empty: a grader that starts a kernel after that still gets the memory cgroup
+    (the race that two graders, or two tests, running side by side hit)."""
+    caps = detect()
+    if caps.memory_cgroup is None:
+        pytest.skip("no memory cgroup on this machine")
+    release(caps)  # what a run that just finished does
+    scratch = tempfile.mkdtemp(prefix="bcg-")
+    jail = KernelJail(caps, Limits(memory_bytes=1 << 30), scratch, [], 1)
+    try:
+        jail.command([sys.executable, "-c", "pass"])
+        assert jail.memory_cgroup is not None
+        assert os.path.isdir(jail.memory_cgroup)
+        assert all(os.path.isdir(g) for g in jail.cgroups)
+    finally:
+        jail.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+        release(caps)

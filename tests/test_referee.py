@@ -32,8 +32,8 @@ from bertcourse import grading
 from bertcourse.attention import BertSelfAttention
 from bertcourse.config import BertConfig
 from bertcourse.grade.assignment import CellSpec, NotebookSpec
-from bertcourse.grade.referee import Referee, segments
-from bertcourse.grading import codec, remote
+from bertcourse.grade.boundary import codec, remote
+from bertcourse.grade.boundary.referee import Referee, segments
 from bertcourse.grading.rules import StudentCode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -506,7 +506,7 @@ def test_the_course_solutions_are_clean() -> None:
     ],
 )
 def test_a_hidden_failure_shows_the_call_but_no_input_value(message, shown, hidden) -> None:
-    from bertcourse.grade.referee import _hidden_message
+    from bertcourse.grade.boundary.referee import _hidden_message
 
     text = _hidden_message(grading.GradingError(message))
     assert shown in text, text
@@ -1018,7 +1018,7 @@ def test_a_forged_measurement_is_refused_or_compared() -> None:
 def test_the_exec_mode_preload_imports_and_binds_nothing() -> None:
     """Without a zygote the kernel imports the instructor's modules before the notebook's clock
     starts (a cold `import torch` must not count against the first cell's limit)."""
-    from bertcourse.grade.execute import preload_code
+    from bertcourse.grade.boundary.execute import preload_code
 
     namespace: dict = {}
     sys.modules.pop("colorsys", None)

@@ -21,14 +21,14 @@ from nbgrader.preprocessors import ClearHiddenTests
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-# modules every kernel imports: the zygote imports them once (isolation.Zygote)
+# modules every kernel imports: the zygote imports them once (jail.Zygote)
 ALWAYS_PRELOADED = [
     "torch",
     "torch._dynamo",  # torch.optim imports it on first use (`_disable_dynamo`): 1.8 s a kernel
     "numpy",
     "bertcourse",
     "bertcourse.grading",
-    "bertcourse.grading.remote",
+    "bertcourse.grade.boundary.remote",
 ]
 
 

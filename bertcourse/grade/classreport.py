@@ -48,7 +48,7 @@ def _headlines() -> dict[str, tuple[str, str]]:
     import itertools
     import pkgutil
 
-    from bertcourse.grade.referee import _HIDDEN_VALUES
+    from bertcourse.grade.boundary.referee import _HIDDEN_VALUES
     from bertcourse.grading import catalogues, i18n, mistakes
 
     entries = [m for c in mistakes.CATALOGUE.values() for m in c]

@@ -60,9 +60,7 @@ from pathlib import Path
 
 from bertcourse.grade.late import LateResult
 from bertcourse.grade.results import final_score
-
-# Statuses whose scores stay out of the LMS until an instructor has looked at them.
-HOLD = ("pending", "needs_review", "tampered")
+from bertcourse.grade.status import HELD_FOR_REVIEW, Status
 
 CANVAS_STUDENT_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_POINTS_POSSIBLE = "    Points Possible"  # as Canvas's own export writes it
@@ -92,7 +90,7 @@ class GradeRow:
     assignment: str
     score: float | None  # before the late penalty; None: no score to export
     max_score: float
-    status: str = "graded"
+    status: str = Status.GRADED.value
     late_penalty: float = 0.0  # points taken off by the late policy
     late_explanation: str = ""
 
@@ -167,10 +165,25 @@ def load_roster(path: str | Path) -> dict[str, RosterEntry]:
     return roster
 
 
+def grade_row(row: Mapping[str, str]) -> GradeRow:
+    """One row of the grades CSV (`report.csv_rows`, or the file read back) as a `GradeRow`:
+    student_id, assignment, status, score, max_score; if present, late_penalty and late, the
+    late policy's points and explanation; other columns are ignored. An empty score is None.
+    Raises ValueError for a number that does not read."""
+    score = float(row["score"]) if row["score"].strip() else None
+    return GradeRow(
+        row["student_id"],
+        row["assignment"],
+        score,
+        float(row["max_score"]),
+        row["status"],
+        late_penalty=float(row.get("late_penalty") or 0.0),
+        late_explanation=row.get("late") or "",
+    )
+
+
 def read_grades_csv(path: str | Path) -> list[GradeRow]:
-    """The rows of the CSV that `python -m bertcourse.grade` writes (student_id, assignment,
-    status, score, max_score; if present, late_penalty and late, the late policy's points and
-    explanation; other columns are ignored). An empty score reads as None."""
+    """The rows of a CSV that `python -m bertcourse.grade` wrote (see `grade_row`)."""
     path = Path(path)
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
@@ -181,22 +194,9 @@ def read_grades_csv(path: str | Path) -> list[GradeRow]:
         rows = []
         for row in reader:
             try:
-                score = float(row["score"]) if row["score"].strip() else None
-                max_score = float(row["max_score"])
-                penalty = float(row.get("late_penalty") or 0.0)
+                rows.append(grade_row(row))
             except ValueError as error:
                 raise ValueError(f"{path}: line {reader.line_num}: {error}") from error
-            rows.append(
-                GradeRow(
-                    row["student_id"],
-                    row["assignment"],
-                    score,
-                    max_score,
-                    row["status"],
-                    late_penalty=penalty,
-                    late_explanation=row.get("late") or "",
-                )  # fmt: skip
-            )
     return rows
 
 
@@ -211,7 +211,7 @@ def write_canvas_csv(
     identity: str = "sis_login_id",
     assignment_ids: Mapping[str, int | str] | None = None,
     titles: Mapping[str, str] | None = None,
-    hold: Collection[str] = HOLD,
+    hold: Collection[str] = HELD_FOR_REVIEW,
     decimals: int = 2,
     points_possible_row: bool = True,
 ) -> ExportSummary:
@@ -311,7 +311,7 @@ def write_moodle_csv(
     identity: str = "username",
     item_name: str | None = None,
     feedback: bool = True,
-    hold: Collection[str] = HOLD,
+    hold: Collection[str] = HELD_FOR_REVIEW,
     decimals: int = 2,
     grade_point_max: float | None = 100.0,
 ) -> ExportSummary:

@@ -91,7 +91,7 @@ def plot_distribution(path: str, spec: AssignmentSpec, results: list[StoredGrade
             colors.append(COLORS[status])
     if data:
         ax.hist(data, bins=bins, stacked=True, label=labels, color=colors, edgecolor="white")
-        graded = [float(r["final_score"]) for r in rows if r["status"] == "graded"]
+        graded = [float(r["final_score"]) for r in rows if r["status"] == Status.GRADED.value]
         if graded:
             mean = float(np.mean(graded))
             ax.axvline(mean, color="black", linestyle="--", linewidth=1)

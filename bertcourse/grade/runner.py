@@ -27,7 +27,7 @@ from bertcourse.grade.assignment import (
     load_assignment,
     load_coursedir,
 )
-from bertcourse.grade.isolation import (
+from bertcourse.grade.jail import (
     GRADER_USER,
     Capabilities,
     Limits,
@@ -36,7 +36,7 @@ from bertcourse.grade.isolation import (
     release,
 )
 from bertcourse.grade.results import StoredGrade, SubmissionResult
-from bertcourse.grade.status import Status
+from bertcourse.grade.status import HELD_FOR_REVIEW, Status
 from bertcourse.grade.worker import Task, grade_submission
 
 
@@ -225,9 +225,9 @@ def _reports(
     log(f"grades: {csv_path}\nplot:   {plot_path}")
     if not (opts.canvas or opts.moodle):
         return
-    grade_rows = lms.read_grades_csv(csv_path)
+    grade_rows = [lms.grade_row(row) for row in report.csv_rows(spec, rows)]  # as in the CSV
     roster = lms.load_roster(opts.roster) if opts.roster else None
-    hold = opts.hold or lms.HOLD
+    hold = opts.hold or HELD_FOR_REVIEW
     if opts.canvas:
         ids = {spec.name: opts.canvas_assignment_id} if opts.canvas_assignment_id else None
         done = lms.write_canvas_csv(

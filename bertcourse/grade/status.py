@@ -91,3 +91,5 @@ _COLOUR = {
     Status.MISSING: "#cccccc",
 }
 PENDING = "pending"  # written while a submission is being graded; never a final status
+# statuses whose scores stay out of the learning platform until an instructor has looked
+HELD_FOR_REVIEW = (PENDING, Status.NEEDS_REVIEW.value, Status.TAMPERED.value)

@@ -37,10 +37,10 @@ from sqlalchemy.exc import SAWarning
 from bertcourse.grade import feedback as feedback_mod
 from bertcourse.grade import late
 from bertcourse.grade.assignment import AssignmentSpec, NotebookSpec
-from bertcourse.grade.execute import CellResult, NotebookRun, RunResult, memory_error_in
+from bertcourse.grade.boundary.execute import CellResult, NotebookRun, RunResult, memory_error_in
+from bertcourse.grade.boundary.referee import Referee
 from bertcourse.grade.gradebook import GradebookWriter
-from bertcourse.grade.isolation import Capabilities, KernelJail, Limits, Zygote
-from bertcourse.grade.referee import Referee
+from bertcourse.grade.jail import Capabilities, KernelJail, Limits, Zygote
 from bertcourse.grade.results import NotebookResult, PartResult, SubmissionResult, part_comment
 from bertcourse.grade.status import Status
 from bertcourse.grade.submission import (

@@ -8,12 +8,14 @@ The same test cell, written once in `solutions/_src`, runs
    student's kernel: it trusts the student, who can forge any result there;
 3. under the referee of `python -m bertcourse.grade`, outside the student's process: there
    the learner's functions are `remote.RemoteFunction`s, so every call sends plain data to
-   the jailed kernel and gets plain data back (`codec`), while the reference, the expected
+   the jailed kernel and gets plain data back (`bertcourse.grade.boundary`), while the reference, the expected
    values, the tolerances and the hidden inputs stay with the referee. Forbidden calls are
    found by static analysis of the answer cells (`rules`).
 
 Modules: `values` (describe, compare), `forbid` (the rule and `run`), `checks`, `optim`,
-`inputs`, `codec` (data across the boundary), `remote` (both ends of a call), `rules`.
+`inputs`, `rules` (the static rules), `allow` (what a part permits), `probe`, `mistakes`
+(named mistakes and their catalogues), `i18n`. The trust boundary the referee calls through
+(`codec`, `remote`) is `bertcourse.grade.boundary`.
 
 A test cell calls one helper per check, and the helper raises `GradingError` (an
 `AssertionError`) with a message a learner can act on: the call with the shapes of its

@@ -1,6 +1,6 @@
 """Autograd properties of one call of the learner's function, measured where it runs.
 
-An autograd graph does not cross the referee's boundary (`codec` sends values), and the test
+An autograd graph does not cross the referee's boundary (`grade.boundary.codec` sends values), and the test
 cell of a graded part runs outside the learner's process under `python -m bertcourse.grade`.
 So a property of the graph ("the gradient reaches the tied weight", "no graph is recorded")
 cannot be checked on the returned value there. `measure` asks the process that runs the

@@ -13,7 +13,14 @@ import torch
 from torch import Tensor, nn
 
 from bertcourse.grading import i18n
-from bertcourse.grading.codec import plain_items
+
+_PLAIN = frozenset({type(None), bool, int, str})  # exact types JSON writes and reads as is
+
+
+def plain_items(items: list[Any] | tuple[Any, ...]) -> bool:
+    """Every item a JSON scalar (finite floats included): a list of token ids or losses is
+    then written and read in one step, not one call per item."""
+    return all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in items)
 
 
 class GradingError(AssertionError):

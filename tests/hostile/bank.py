@@ -651,7 +651,7 @@ def write_submission(
 
 
 # --- attacks on the referee and on the walls around it --------------------------------------
-# The verdict is computed outside the kernel (bertcourse.grade.referee): these cases try to
+# The verdict is computed outside the kernel (bertcourse.grade.boundary.referee): these cases try to
 # forge it from inside, to hide a forbidden call from the static rules, to send back data that
 # is not data, and to get past the files-and-folders walls.
 
@@ -748,11 +748,11 @@ def _many_cells(nb, ctx):
 
 
 FORGE_SERVE = """
-import bertcourse.grading.remote as remote
+import bertcourse.grade.boundary.remote as remote
 remote.serve = lambda request: '{"v":1,"value":{"$dict":[["ok",true],["result",1.0]]},"tensors":""}'
 """
 GARBAGE_SERVE = """
-import bertcourse.grading.remote as r
+import bertcourse.grade.boundary.remote as r
 r.serve = lambda request: "[" * 100000 + "]" * 100000
 """
 FRAME_WALK = """

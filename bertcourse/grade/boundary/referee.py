@@ -3,7 +3,7 @@
 For one notebook, the referee holds its own namespace, built only from the instructor's cells
 (from the gradebook, never from the submission): the set-up cells run here as they run in the
 kernel, and each test cell runs here, hidden tests included. In that namespace the learner's
-functions are `grading.remote.RemoteFunction`s: a check calls the reference here, sends the same
+functions are `remote.RemoteFunction`s: a check calls the reference here, sends the same
 inputs to the jailed kernel as plain data, gets plain data back and compares here. Names the
 answer cells bind to values (not functions) are fetched from the kernel as data before each test.
 
@@ -36,8 +36,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bertcourse.grade.assignment import CellSpec, NotebookSpec
-from bertcourse.grading import codec, inputs
-from bertcourse.grading.remote import KernelError, RemoteFunction, Session
+from bertcourse.grade.boundary import codec
+from bertcourse.grade.boundary.remote import KernelError, RemoteFunction, Session
+from bertcourse.grading import inputs
 from bertcourse.grading.rules import StudentCode
 from bertcourse.grading.values import GradingError
 

@@ -37,8 +37,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from bertcourse.grading import codec
-from bertcourse.grading.codec import plain_items
+from bertcourse.grade.boundary import codec
 from bertcourse.grading.forbid import (
     _reference_callable,
     forbidden,
@@ -46,7 +45,7 @@ from bertcourse.grading.forbid import (
     is_forbidden_object,
 )
 from bertcourse.grading.probe import Meter, Probe, measurement
-from bertcourse.grading.values import GradingError
+from bertcourse.grading.values import GradingError, plain_items
 
 MAX_TRACEBACK = 3000
 GET = "__bertcourse_get__"
@@ -240,7 +239,7 @@ def _namespace() -> dict[str, Any]:
 
     shell = get_ipython()
     if shell is None:
-        raise RuntimeError("bertcourse.grading.remote.serve runs inside an IPython kernel")
+        raise RuntimeError("bertcourse.grade.boundary.remote.serve runs inside an IPython kernel")
     return shell.user_ns
 
 

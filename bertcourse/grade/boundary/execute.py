@@ -3,12 +3,12 @@
 `NotebookRun` is nbgrader's `Execute` preprocessor (an nbclient `NotebookClient`: the same
 kernel start-up, per-cell timeout with interrupt, output handling) with four changes:
 
-- the kernel is started through the jail (`isolation.KernelJail`) over Unix-socket (IPC)
+- the kernel is started through the jail (`jail.KernelJail`) over Unix-socket (IPC)
   transport, so that it works across the network namespace;
 - a graded test cell is not sent to the kernel at all: the referee (`referee.Referee`, in this
   process, outside the jail) runs it; the calls of a learner's functions go to the kernel
   through one request per test (`remote.serve_calls`: each call is the answer to an input
-  prompt on the kernel's stdin channel, each reply the next prompt), as data (`grading.codec`);
+  prompt on the kernel's stdin channel, each reply the next prompt), as data (`codec`);
 - an instructor set-up cell runs in the kernel and in the referee's own namespace;
 - output is capped per cell and per notebook while it arrives (a print loop cannot fill the
   grader's memory);
@@ -34,14 +34,16 @@ from nbformat import NotebookNode
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import Execute
 
-from bertcourse.grade.isolation import KernelJail, Zygote
-from bertcourse.grade.referee import KernelGone, Referee, TestOutcome
-from bertcourse.grading import codec
+from bertcourse.grade.boundary import codec
+from bertcourse.grade.boundary.referee import KernelGone, Referee, TestOutcome
+from bertcourse.grade.jail import KernelJail, Zygote
 from bertcourse.grading.values import GradingError
 
 MAX_REPLY_CHARS = codec.Limits().max_bytes
 # one execute request answers all the calls of a test (see `remote.serve_calls`)
-SERVE_CALLS = "__import__('bertcourse.grading.remote', fromlist=['serve_calls']).serve_calls()"
+SERVE_CALLS = (
+    "__import__('bertcourse.grade.boundary.remote', fromlist=['serve_calls']).serve_calls()"
+)
 
 
 class _CallTimeout(Exception):

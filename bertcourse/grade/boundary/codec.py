@@ -45,6 +45,8 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from torch import Tensor, nn
 
+from bertcourse.grading.values import plain_items
+
 DTYPES = {
     str(dtype).removeprefix("torch."): dtype
     for dtype in (
@@ -102,15 +104,6 @@ class OptimizerState:
 
 
 # --- encoding -------------------------------------------------------------------------------
-
-
-_PLAIN = frozenset({type(None), bool, int, str})  # exact types JSON writes and reads as is
-
-
-def plain_items(items: list[Any] | tuple[Any, ...]) -> bool:
-    """Every item a JSON scalar (finite floats included): a list of token ids or losses is
-    then written and read in one step, not one call per item."""
-    return all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in items)
 
 
 class _Encoder:

@@ -1,10 +1,10 @@
 """The jail a student's kernel runs in, and the launcher that builds it.
 
 The grader starts every kernel through this file, run as a script (not as
-`python -m bertcourse.grade.sandbox`: that would import bertcourse, and with it torch, in the
+`python -m bertcourse.grade.jail.launcher`: that would import bertcourse, and with it torch, in the
 launcher too), either by exec:
 
-    python -I .../bertcourse/grade/sandbox.py exec SPEC.json -- python -m ipykernel_launcher -f kernel.json
+    python -I .../bertcourse/grade/jail/launcher.py exec SPEC.json -- python -m ipykernel_launcher -f kernel.json
 
 or, faster, by asking a zygote that has already imported ipykernel and torch to fork one
 (`serve` and `client` below). The jail is the same.
@@ -254,7 +254,7 @@ def _child(spec: dict[str, Any], cmd: list[str], ready_fd: int | None) -> None:
         _enter_jail(spec, ready_fd)
         os.execve(cmd[0], cmd, spec["env"])
     except BaseException as error:  # report, then die: the grader sees a dead kernel
-        sys.stderr.write(f"bertcourse.grade.sandbox: {error}\n")
+        sys.stderr.write(f"bertcourse.grade.jail.launcher: {error}\n")
         sys.stderr.flush()
         os._exit(71)
 
@@ -279,13 +279,14 @@ def _kernel_in_process(spec: dict[str, Any], argv: list[str], ready_fd: int | No
     except SystemExit as done:
         os._exit(done.code if isinstance(done.code, int) else 0)
     except BaseException as error:
-        sys.stderr.write(f"bertcourse.grade.sandbox: {error}\n")
+        sys.stderr.write(f"bertcourse.grade.jail.launcher: {error}\n")
         sys.stderr.flush()
         os._exit(71)
 
 
-def _children_of(pid: int) -> list[int]:
-    kids = []
+def children_by_parent() -> dict[int, list[int]]:
+    """Every process of this PID namespace, by its parent's pid (read from /proc)."""
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -295,9 +296,12 @@ def _children_of(pid: int) -> list[int]:
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid:
-            kids.append(int(entry))
-    return kids
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def _children_of(pid: int) -> list[int]:
+    return children_by_parent().get(pid, [])
 
 
 def _reap_orphans() -> None:
@@ -343,7 +347,7 @@ def _start(spec: dict[str, Any], run_child: Any) -> int:
             with open(procs, "w") as f:
                 f.write(str(pid))
         except OSError as error:
-            sys.stderr.write(f"bertcourse.grade.sandbox: cannot join {procs}: {error}\n")
+            sys.stderr.write(f"bertcourse.grade.jail.launcher: cannot join {procs}: {error}\n")
     if ready_w is not None:
         os.write(ready_w, b"1")
         os.close(ready_w)
@@ -440,7 +444,7 @@ def _supervise(conn: socket.socket) -> None:
             pass
         os._exit(0)
     except BaseException as error:
-        sys.stderr.write(f"bertcourse.grade.sandbox supervisor: {error}\n")
+        sys.stderr.write(f"bertcourse.grade.jail.launcher supervisor: {error}\n")
         os._exit(70)
 
 
@@ -464,7 +468,7 @@ def serve(socket_path: str, preload: list[str]) -> int:
             try:
                 __import__(name)
             except Exception as error:  # the kernel will report it when it imports it
-                sys.stderr.write(f"bertcourse.grade.sandbox: preload {name}: {error}\n")
+                sys.stderr.write(f"bertcourse.grade.jail.launcher: preload {name}: {error}\n")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(socket_path)
     os.chmod(socket_path, 0o600)
@@ -530,9 +534,9 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return launch(spec, argv[3:])
     sys.stderr.write(
-        "usage: python -I sandbox.py exec SPEC.json -- COMMAND...\n"
-        "       python sandbox.py serve SOCKET [MODULE...]\n"
-        "       python -I -S sandbox.py client SOCKET SPEC.json -- KERNEL-ARGS...\n"
+        "usage: python -I launcher.py exec SPEC.json -- COMMAND...\n"
+        "       python launcher.py serve SOCKET [MODULE...]\n"
+        "       python -I -S launcher.py client SOCKET SPEC.json -- KERNEL-ARGS...\n"
     )
     return 64
 
