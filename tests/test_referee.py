@@ -119,6 +119,35 @@ def test_a_module_keeps_its_dtype_across_the_boundary(dtype) -> None:
         assert got.dtype == dtype and torch.equal(got, want), name
 
 
+@pytest.mark.parametrize("side", ["referee", "kernel"])
+def test_every_dtype_and_layout_crosses_unchanged(side) -> None:
+    """The codec writes the safetensors format itself (not `safetensors.torch.save`): every
+    dtype it allows, 0-d, empty, non-contiguous and odd-sized tensors side by side come back
+    equal, with their dtype, shape and requires_grad (read back by the library's parser)."""
+    gen = torch.Generator().manual_seed(3)
+    values = [
+        torch.randn(3, 5, generator=gen, dtype=torch.float64).t(),  # non-contiguous
+        torch.tensor(2.5),  # 0-d
+        torch.zeros(0, 4),  # empty
+        torch.tensor([True, False, True]),  # 3 bytes, then wider dtypes
+        torch.randn(7, generator=gen).half(),
+        torch.randn(2, 3, generator=gen).bfloat16(),
+        torch.randint(-100, 100, (5,), generator=gen, dtype=torch.int8),
+        torch.randint(0, 255, (3,), generator=gen, dtype=torch.uint8),
+        torch.randint(-9, 9, (2, 2), generator=gen, dtype=torch.int16),
+        torch.randint(-9, 9, (3,), generator=gen, dtype=torch.int32),
+        torch.randint(-(2**40), 2**40, (4,), generator=gen),
+        torch.randn(4, generator=gen).requires_grad_(),
+    ]
+    assert {v.dtype for v in values} == set(codec.DTYPES.values())
+    text = codec.encode(values, side)
+    back = codec.decode(text, "referee" if side == "kernel" else "kernel")
+    for want, got in zip(values, back, strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.requires_grad == want.requires_grad
+        assert torch.equal(got.detach(), want.detach())
+
+
 def _message(value_tree, tensors: bytes = b"") -> str:
     return json.dumps({"v": 1, "value": value_tree, "tensors": base64.b64encode(tensors).decode()})
 
