@@ -1,4 +1,4 @@
-"""Command line: `python -m bertcourse.grade ASSIGNMENT [--workers N] [--db URL] [--csv PATH]`."""
+"""Command line: `python -m bertcourse.grade ASSIGNMENT [ASSIGNMENT ...] [--workers N] [--db URL]`."""
 
 from __future__ import annotations
 
@@ -42,7 +42,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("assignment", help="assignment name, e.g. ch01_attention")
+    parser.add_argument(
+        "assignment",
+        nargs="+",
+        help="assignment name, e.g. ch01_attention; several are graded in one pool of workers "
+        "(started once), each with its own CSV, plot and feedback",
+    )
     parser.add_argument(
         "--workers",
         type=int,
@@ -162,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return classreport.main(argv[1:])
     args = parse_args(argv)
-    from bertcourse.grade.runner import Options, run
+    from bertcourse.grade.runner import Options, run_all
 
     try:
         k, n = (int(x) for x in args.shard.split("/"))
@@ -174,8 +179,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         print("--workers must be at least 1", file=sys.stderr)
         return 2
-    opts = Options(
-        assignment=args.assignment,
+    single = ("csv", "plot", "canvas", "moodle", "canvas_assignment_id")
+    given = [f"--{name.replace('_', '-')}" for name in single if getattr(args, name)]
+    if len(args.assignment) > 1 and given:
+        print(
+            f"{', '.join(given)}: one assignment at a time (grade the others with the default "
+            "reports, then `--report-only` with these options for each)",
+            file=sys.stderr,
+        )
+        return 2
+    common = dict(
         course=args.course,
         workers=args.workers,
         db=args.db,
@@ -204,10 +217,11 @@ def main(argv: list[str] | None = None) -> int:
         moodle_identity=args.moodle_identity,
         hold=args.hold,
     )
+    runs = [Options(assignment=name, **common) for name in dict.fromkeys(args.assignment)]
     from bertcourse.grade import late
 
     try:
-        run(opts)
+        run_all(runs)
     except (FileNotFoundError, late.PolicyError, ValueError) as error:  # a bad file, named
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -252,9 +252,76 @@ def _reports(
         )
 
 
+@dataclasses.dataclass
+class _Plan:
+    """One assignment of a run, before its submissions are graded."""
+
+    opts: Options
+    spec: AssignmentSpec
+    coursedir: CourseDirectory
+    cell_timeout: float  # --cell-timeout, else nbgrader's Execute.timeout, else 60 s
+    csv_path: str
+    plot_path: str
+    tasks: list[Task] = dataclasses.field(default_factory=list)
+
+
 def run(opts: Options, log=print) -> Summary:
     """Grade the assignment (see `bertcourse.grade`); returns the summary."""
+    return run_all([opts], log)[0]
+
+
+def run_all(runs: list[Options], log=print) -> list[Summary]:
+    """Grade several assignments of one course in one pool of workers (the workers, their
+    zygotes and the imports are paid once, not once per assignment); one summary each, in
+    order. The options other than the assignment, the CSV and the plot come from the first."""
     start = time.monotonic()
+    first = runs[0]
+    plans: list[_Plan] = []
+    summaries: dict[int, Summary] = {}
+    for index, opts in enumerate(runs):
+        plan = _plan(opts, log)
+        if isinstance(plan, Summary):  # --init-only, --report-only: nothing to grade
+            summaries[index] = dataclasses.replace(plan, seconds=time.monotonic() - start)
+        else:
+            plans.append(plan)
+    if plans:
+        workers = first.workers or os.cpu_count() or 1
+        caps = detect(first.user, isolate=first.isolate)
+        log(f"isolation: {caps.describe()}")
+        run_id = uuid.uuid4().hex[:12]
+        # one zygote per worker for the whole run: it imports what every assignment needs
+        preload = tuple(sorted({m for p in plans for nb in p.spec.notebooks for m in nb.preload}))
+        rosters = [_students(plan.coursedir, plan.opts) for plan in plans]
+        everyone = {s for roster in rosters for s in roster}  # a student of one is in all
+        for plan, roster in zip(plans, rosters):
+            roster.update({s: s for s in everyone - set(roster)})
+            plan.tasks = _tasks(
+                plan, dict(sorted(roster.items())), caps, workers, run_id, preload, log
+            )
+        db_url = plans[0].coursedir.db_url
+        try:
+            results = _run_pool(
+                [task for plan in plans for task in plan.tasks],
+                workers,
+                first.progress,
+                db_url,
+                plans[0].coursedir.course_id,
+                first.worker_memory_mib << 20,
+            )
+        finally:
+            release(caps)
+        graded = iter(plans)
+        for index in range(len(runs)):
+            if index not in summaries:
+                plan = next(graded)
+                mine = [r for r in results if r.assignment == plan.spec.name]
+                summaries[index] = _finish(plan, mine, caps, time.monotonic() - start, log)
+    return [summaries[i] for i in range(len(runs))]
+
+
+def _plan(opts: Options, log) -> _Plan | Summary:
+    """The gradebook ready, the assignment recorded, its report paths; a summary at once for
+    --init-only and --report-only."""
     coursedir, config = load_coursedir(opts.course, opts.db)
     db_url, course_id = coursedir.db_url, coursedir.course_id
     gradebook.retrying(lambda: gradebook.prepare(db_url, course_id), attempts=5)
@@ -262,7 +329,7 @@ def run(opts: Options, log=print) -> Summary:
     spec: AssignmentSpec = load_assignment(coursedir, opts.assignment)
     if opts.init_only:
         log(f"{spec.name} is in the gradebook {_safe_url(db_url)}; nothing graded")
-        return Summary("", "", Counter(), time.monotonic() - start, detect(isolate=False), [])
+        return Summary("", "", Counter(), 0.0, detect(isolate=False), [])
     grading_dir = os.path.dirname(coursedir.submitted_directory.rstrip("/")) or "."
     reports = os.path.join(coursedir.root, grading_dir, "reports")
     csv_path = os.path.abspath(opts.csv or os.path.join(reports, f"{opts.assignment}_grades.csv"))
@@ -273,25 +340,33 @@ def run(opts: Options, log=print) -> Summary:
         rows = gradebook.read_results(db_url, course_id, spec.name)
         _reports(opts, spec, rows, csv_path, plot_path, log)
         counts = Counter(r.status for r in rows)
-        return Summary(
-            csv_path, plot_path, counts, time.monotonic() - start, detect(isolate=False), rows
-        )
-    workers = opts.workers or os.cpu_count() or 1
-    caps = detect(opts.user, isolate=opts.isolate)
-    log(f"isolation: {caps.describe()}")
+        return Summary(csv_path, plot_path, counts, 0.0, detect(isolate=False), rows)
     if "Execute" in config and "timeout" in config.Execute:
         default_timeout = float(config.Execute.timeout)
     else:
         default_timeout = 60.0
     cell_timeout = opts.cell_timeout or default_timeout
-    limits = Limits(memory_bytes=opts.memory_mib << 20, max_processes=opts.max_processes)
-    hide = _hidden_paths(coursedir, opts, [csv_path, plot_path])
-    run_id = uuid.uuid4().hex[:12]
-    secret = referee_secret(os.path.join(coursedir.root, grading_dir))
+    return _Plan(opts, spec, coursedir, cell_timeout, csv_path, plot_path)
+
+
+def _tasks(
+    plan: _Plan,
+    students: dict[str, str],
+    caps: Capabilities,
+    workers: int,
+    run_id: str,
+    preload: tuple[str, ...],
+    log,
+) -> list[Task]:
+    """One task per student (id -> submission folder name) of the assignment."""
+    opts, spec, coursedir = plan.opts, plan.spec, plan.coursedir
+    grading_dir = os.path.dirname(coursedir.submitted_directory.rstrip("/")) or "."
     policy = _late_policy(coursedir, opts)
     if policy is not None:
         log(f"late policy: {opts.late_policy or os.path.join(coursedir.root, late.POLICY_FILE)}")
-    students = _students(coursedir, opts)
+    limits = Limits(memory_bytes=opts.memory_mib << 20, max_processes=opts.max_processes)
+    hide = _hidden_paths(coursedir, opts, [plan.csv_path, plan.plot_path])
+    secret = referee_secret(os.path.join(coursedir.root, grading_dir))
     tasks = [
         Task(
             student=s,
@@ -301,16 +376,17 @@ def run(opts: Options, log=print) -> Summary:
             bad_name=student_id(folder)[1],
             autograded_dir=coursedir.format_path(coursedir.autograded_directory, s, spec.name),
             feedback_dir=coursedir.format_path(coursedir.feedback_directory, s, spec.name),
-            db_url=db_url,
+            db_url=coursedir.db_url,
             run_id=run_id,
             caps_json=caps.to_json(),
             limits=limits,
             hide=hide,
             workers=workers,
-            cell_timeout=cell_timeout,
+            cell_timeout=plan.cell_timeout,
             notebook_timeout=opts.notebook_timeout,
             feedback=opts.feedback,
             zygote=opts.zygote,
+            preload=preload,
             secret=secret,
             late_policy=policy,
         )
@@ -320,26 +396,31 @@ def run(opts: Options, log=print) -> Summary:
         f"grading {spec.name}: {len(tasks)} students, {len(spec.notebooks)} notebook(s), "
         f"max score {spec.max_score:g}, {workers} workers"
     )
-    try:
-        results = _run_pool(
-            tasks, workers, opts.progress, db_url, course_id, opts.worker_memory_mib << 20
-        )
-    finally:
-        release(caps)
+    return tasks
+
+
+def _finish(
+    plan: _Plan, results: list[SubmissionResult], caps: Capabilities, seconds: float, log
+) -> Summary:
+    """The assignment's rows from the gradebook (and any the gradebook lacks), its reports."""
+    opts, spec, coursedir = plan.opts, plan.spec, plan.coursedir
     counts = Counter(r.status.value for r in results)
-    rows = _with_unsaved(gradebook.read_results(db_url, course_id, spec.name), results)
-    seconds = time.monotonic() - start
+    rows = _with_unsaved(
+        gradebook.read_results(coursedir.db_url, coursedir.course_id, spec.name), results
+    )
     log(
-        "done in {:.1f} s: {}".format(
-            seconds, ", ".join(f"{counts[s]} {s}" for s in map(str, Status) if counts[s])
+        "{} done in {:.1f} s: {}".format(
+            spec.name,
+            seconds,
+            ", ".join(f"{counts[s]} {s}" for s in map(str, Status) if counts[s]),
         )
     )
-    _reports(opts, spec, rows, csv_path, plot_path, log)
+    _reports(opts, spec, rows, plan.csv_path, plan.plot_path, log)
     if opts.feedback:
         log(
             f"feedback: {coursedir.format_path(coursedir.feedback_directory, '<student>', spec.name)}"
         )
-    return Summary(csv_path, plot_path, counts, seconds, caps, results)
+    return Summary(plan.csv_path, plan.plot_path, counts, seconds, caps, results)
 
 
 def _limit_memory(memory_bytes: int) -> None:

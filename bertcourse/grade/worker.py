@@ -75,6 +75,7 @@ class Task:
     notebook_timeout: float
     feedback: bool = True
     zygote: bool = True  # fork kernels from a process that has imported torch (faster)
+    preload: tuple[str, ...] = ()  # what the zygote imports (the run's assignments together)
     bad_name: str | None = None  # why the student's folder name cannot be used (see runner)
     late_policy: late.LatePolicy | None = None  # due dates, extensions, penalty (late.py)
     secret: bytes | None = None  # the referee's key for hidden inputs (never sent to a kernel)
@@ -95,7 +96,7 @@ def _get_zygote(task: Task) -> Zygote | None:
     global _zygote, _zygote_key
     if not task.zygote:
         return None
-    preload = sorted({m for nb in task.spec.notebooks for m in nb.preload})
+    preload = sorted(task.preload or {m for nb in task.spec.notebooks for m in nb.preload})
     key = (tuple(preload), task.caps_json)
     if _zygote is not None and (_zygote_key != key or not _zygote.alive()):
         _zygote.close()
