@@ -288,3 +288,57 @@ def test_the_grader_has_no_import_cycle_and_the_checks_do_not_import_it() -> Non
     # imports the package itself back
     cycles = {n: sorted(graph[n]) for n in graph if n in reach(n)}
     assert not cycles, cycles
+
+
+# --- the feedback page ------------------------------------------------------------------------
+
+
+def test_the_feedback_exporter_gives_nbconverts_page_without_its_soup_pass() -> None:
+    """`FeedbackExporter` skips nbconvert's BeautifulSoup pass over the page and adds the
+    images' alternative text itself: on nbgrader's feedback template the page parses to the
+    same document as `HTMLExporter`'s (images with and without alt text, markdown images,
+    code, streams, errors, learner text that looks like a tag)."""
+    import base64
+
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+    from nbgrader.converters import GenerateFeedback
+    from traitlets.config import Config
+
+    from bertcourse.grade.feedback import NO_ALT_TEXT, FeedbackExporter
+
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# Title\n\n![a plot](plot.png) and <img src='x.png'>"),
+            new_code_cell(
+                "print('<img src=y.png>')",
+                outputs=[
+                    new_output("stream", name="stdout", text="<img src=y.png> <b>bold</b>\n"),
+                    new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"}),
+                    new_output("error", ename="ValueError", evalue="<img>", traceback=["tb"]),
+                ],
+            ),
+        ]
+    )
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    config = Config(GenerateFeedback().config)
+    resources = {
+        "nbgrader": {
+            "notebook": "n",
+            "assignment": "a",
+            "student": "s",
+            "score": 1,
+            "max_score": 2,
+            "late_penalty": 0,
+        }
+    }
+    theirs, _ = HTMLExporter(config=config).from_notebook_node(nb, resources=dict(resources))
+    ours, _ = FeedbackExporter(config=config).from_notebook_node(nb, resources=dict(resources))
+    assert ours != theirs  # not re-serialised by a parser
+    soup_ours = BeautifulSoup(ours, "html.parser")
+    assert soup_ours.prettify() == BeautifulSoup(theirs, "html.parser").prettify()
+    images = soup_ours.find_all("img")
+    assert len(images) >= 3 and all(img.get("alt") for img in images)
+    assert sum(img["alt"] == NO_ALT_TEXT for img in images) >= 2  # the output and the raw tag
