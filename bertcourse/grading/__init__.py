@@ -32,6 +32,8 @@ ends on a number that nbgrader would read as partial credit.
     check_optimizer_steps(step_fn, torch.optim.Adam, param, grads, lr=...)
                                                    a functional optimizer step, step by step
     run(fn, *args, **kwargs)                       call the learner's fn under the same rules
+    once(fn, *args, **kwargs)                      a test's own reference computation, done once
+                                                   per grading process for equal inputs (`memo`)
 
 The rules, common to all of them:
 
@@ -70,6 +72,7 @@ from bertcourse.grading.checks import (
 from bertcourse.grading.forbid import FORBIDDEN, forbidden, run
 from bertcourse.grading.i18n import get_language, set_language
 from bertcourse.grading.inputs import randint, randn
+from bertcourse.grading.memo import once
 from bertcourse.grading.optim import check_optimizer_steps, functional_step
 from bertcourse.grading.values import ForbiddenCallError, GradingError, describe
 
@@ -88,6 +91,7 @@ __all__ = [
     "forbidden",
     "functional_step",
     "get_language",
+    "once",
     "randint",
     "randn",
     "run",
