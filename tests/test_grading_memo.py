@@ -54,8 +54,10 @@ def _inputs(seed: int = 0):
 @pytest.fixture(autouse=True)
 def _empty_cache():
     memo._results.clear()
+    memo._drawing.clear()
     yield
     memo._results.clear()
+    memo._drawing.clear()
 
 
 def test_equal_inputs_in_fresh_namespaces_compute_once_and_give_the_fresh_result() -> None:
@@ -118,3 +120,48 @@ def test_inputs_it_cannot_describe_are_never_cached() -> None:
         memo.once(ns["reference3"], object())
         memo.once(ns["reference3"], torch.nn.Linear(2, 2))  # not a bertcourse module
     assert ns["counter"].calls == 4
+
+
+def test_a_call_that_draws_from_the_global_generators_is_transparent() -> None:
+    """A reference that draws from torch's global generator gives, and leaves, exactly what
+    a fresh call would: reused only from the same starting state, which it then advances."""
+    ns = _namespace()
+    exec(
+        "def noisy(x):\n    counter.calls += 1\n    return x + torch.randn(3)\n",
+        ns,
+    )
+    x = torch.zeros(3)
+
+    expected = {}
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        value = x + torch.randn(3)
+        expected[seed] = (value, torch.randn(1))  # what follows the call
+    for seed in (0, 1, 0, 1):
+        torch.manual_seed(seed)
+        got = memo.once(ns["noisy"], x)
+        after = torch.randn(1)
+        assert torch.equal(got, expected[seed][0]) and torch.equal(after, expected[seed][1])
+    assert ns["counter"].calls == 2  # one per starting state
+
+
+def test_library_functions_and_classes_are_fingerprinted_and_notebook_helpers_are_not() -> None:
+    from bertcourse.optim import warmup_linear_decay
+
+    assert memo.fingerprint(warmup_linear_decay, (3,), {"warmup_steps": 2, "total_steps": 9})
+    assert memo.fingerprint(memo.once, (torch.optim.Adam,), {}) is not None  # a library class
+    ns = _namespace()
+    exec("class Mine:\n    pass\ndef uses(x):\n    return Mine\n", ns)
+    assert memo.fingerprint(ns["uses"], (1,), {}) is None  # reads the namespace
+    assert memo.fingerprint(ns["reference"], (ns["Mine"],), {}) is None  # a notebook class
+
+
+def test_a_result_with_an_autograd_graph_is_computed_every_time() -> None:
+    """A test may call backward() on the reference's output: it gets a live result."""
+    ns = _namespace()
+    exec("def graph(w):\n    counter.calls += 1\n    return (w * 2).sum()\n", ns)
+    w = torch.ones(3, requires_grad=True)
+    for _ in range(2):
+        out = memo.once(ns["graph"], w)
+        out.backward()
+    assert ns["counter"].calls == 2 and torch.equal(w.grad, torch.full((3,), 4.0))

@@ -8,11 +8,16 @@ hundreds of notebooks) and hands out deep copies, keyed by a fingerprint of ever
 result can depend on:
 
 - the function's code, its defaults and its closure's values;
-- every global name the code (nested functions included) reads, which must be a module:
-  a function that reads anything else from the notebook's namespace (a learner's function,
-  a value fetched from the kernel) is called every time, never cached;
+- for a function of the notebook (a test cell's), every global name its code (nested
+  functions included) reads, which must be a module: a function that reads anything else
+  from the notebook's namespace (a learner's function, a value fetched from the kernel) is
+  called every time, never cached. A function or class of an installed bertcourse or torch
+  module is that module's (`check_optimizer_steps` caches its reference optimizer run);
 - the arguments' values: tensors by dtype, shape and bytes, bertcourse modules by class,
-  config, state and training mode, generators by state, numbers, strings, containers.
+  config, state and training mode, generators by state, numbers, strings, containers,
+  library classes by name;
+- and, for a call that drew from the global random generators (torch's, Python's), their
+  state: it is reused only from the same state, and a reuse leaves them as the call did.
 
 Anything the fingerprint cannot describe means no caching: `once` then simply calls `fn`. In
 the learner's own kernel it works the same (one notebook, so it rarely matters).
@@ -25,6 +30,8 @@ import dataclasses
 import dis
 import hashlib
 import marshal
+import random
+import sys
 import types
 from collections import OrderedDict
 from collections.abc import Callable
@@ -33,8 +40,21 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-MAX_ENTRIES = 64  # results kept per process, least recently used first out
-_results: OrderedDict[str, Any] = OrderedDict()
+MAX_ENTRIES = 256  # results kept per process, least recently used first out
+MAX_ITEMS = 1000  # a longer list or dict among the inputs: no caching (cheaper to call)
+LIBRARIES = ("bertcourse", "torch")  # their functions' globals are the installed modules'
+
+
+@dataclasses.dataclass
+class _Entry:
+    result: Any
+    # the global generators (torch's, Python's) after the call, if it drew from them: a hit
+    # leaves them so
+    rng_after: tuple[Tensor, Any] | None = None
+
+
+_results: OrderedDict[str, _Entry] = OrderedDict()
+_drawing: set[str] = set()  # keys of calls that drew: their generators' state is an input
 
 
 class _Opaque(Exception):
@@ -67,6 +87,8 @@ def _feed(h: Any, x: Any, depth: int = 0) -> None:
         h.update(plain.reshape(-1).view(torch.uint8).numpy().tobytes())
     elif isinstance(x, torch.dtype):
         h.update(f"dtype:{x};".encode())
+    elif isinstance(x, type) and _library(x):  # torch.optim.Adam: the installed class
+        h.update(f"class:{x.__module__}.{x.__qualname__};".encode())
     elif isinstance(x, torch.Generator):
         _feed(h, x.get_state(), depth + 1)
     elif isinstance(x, nn.Module):
@@ -80,11 +102,15 @@ def _feed(h: Any, x: Any, depth: int = 0) -> None:
         _feed(h, [(n, m.training) for n, m in x.named_modules()], depth + 1)
         _feed(h, dict(x.state_dict(keep_vars=True)), depth + 1)
     elif kind in (list, tuple):
+        if len(x) > MAX_ITEMS:  # a vocabulary: hashing it item by item costs more than a call
+            raise _Opaque
         h.update(f"{kind.__name__}:{len(x)}[".encode())
         for item in x:
             _feed(h, item, depth + 1)
         h.update(b"]")
     elif kind in (dict, OrderedDict):
+        if len(x) > MAX_ITEMS:
+            raise _Opaque
         h.update(f"dict:{len(x)}{{".encode())
         for key, value in x.items():
             _feed(h, key, depth + 1)
@@ -94,12 +120,19 @@ def _feed(h: Any, x: Any, depth: int = 0) -> None:
         raise _Opaque
 
 
+def _library(obj: Any) -> bool:
+    """Defined in an installed module of bertcourse or torch (not a notebook's namespace)."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    return module is not None and module.__name__.split(".")[0] in LIBRARIES
+
+
 def fingerprint(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> str | None:
     """The cache key of `fn(*args, **kwargs)`, or None when it cannot be cached (see above)."""
     if not isinstance(fn, types.FunctionType):
         return None
+    library = _library(fn) and sys.modules[fn.__module__].__dict__ is fn.__globals__
     names = _code_globals(fn.__code__)
-    if any(
+    if not library and any(
         name in fn.__globals__ and not isinstance(fn.__globals__[name], types.ModuleType)
         for name in names
     ):
@@ -115,19 +148,61 @@ def fingerprint(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> 
     return h.hexdigest()
 
 
+def _plain(x: Any, depth: int = 0) -> bool:
+    """Data a deep copy reproduces exactly: tensors outside autograd, numbers, strings, None,
+    and lists, tuples and dicts of them."""
+    if depth > 20:
+        return False
+    if x is None or type(x) in (bool, int, float, str, bytes, complex, torch.dtype):
+        return True
+    if isinstance(x, Tensor):
+        return type(x) is Tensor and not x.requires_grad
+    if type(x) in (list, tuple):
+        return all(_plain(v, depth + 1) for v in x)
+    if type(x) is dict:
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in x.items())
+    return False
+
+
+def _rng_state() -> tuple[Tensor, Any]:
+    return torch.random.get_rng_state(), random.getstate()
+
+
+def _rng_digest(state: tuple[Tensor, Any]) -> str:
+    return hashlib.sha256(state[0].numpy().tobytes() + repr(state[1]).encode()).hexdigest()
+
+
 def once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """`fn(*args, **kwargs)`, computed once per process for equal inputs (a deep copy each
     time); called every time when the inputs or the function cannot be fingerprinted.
 
-    `fn` must be deterministic in its inputs (no global random state: dropout off, or a
-    generator passed in) and return everything the test needs: what it changes in its
-    arguments happens on the first call only."""
-    key = fingerprint(fn, args, kwargs)
-    if key is None:
+    A call that drew from the global random generators (torch's, Python's) is reused only
+    from the same generator state, and leaves them as the call did. Only plain results are
+    kept (tensors outside autograd, numbers, strings, containers of them); any other is
+    computed every time, since a test may use its graph. `fn` must return everything the
+    test needs: what it changes in its arguments happens on the first call only."""
+    base = fingerprint(fn, args, kwargs)
+    if base is None:
         return fn(*args, **kwargs)
-    if key not in _results:
-        _results[key] = fn(*args, **kwargs)
+    before = _rng_state()
+    key = f"{base}:{_rng_digest(before)}" if base in _drawing else base
+    entry = _results.get(key)
+    if entry is None:
+        result = fn(*args, **kwargs)
+        if not _plain(result):  # an autograd graph, a module: the test may need it live
+            return result
+        after = _rng_state()
+        if not torch.equal(before[0], after[0]) or before[1] != after[1]:
+            _drawing.add(base)
+            key = f"{base}:{_rng_digest(before)}"
+            entry = _Entry(result, after)
+        else:
+            entry = _Entry(result)
+        _results[key] = entry
         while len(_results) > MAX_ENTRIES:
             _results.popitem(last=False)
+    elif entry.rng_after is not None:
+        torch.random.set_rng_state(entry.rng_after[0])
+        random.setstate(entry.rng_after[1])
     _results.move_to_end(key)
-    return copy.deepcopy(_results[key])
+    return copy.deepcopy(entry.result)

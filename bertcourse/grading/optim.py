@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from bertcourse.grading.checks import _fail
 from bertcourse.grading.forbid import run
+from bertcourse.grading.memo import once
 from bertcourse.grading.mistakes import Mistake, diagnose
 from bertcourse.grading.mistakes import message as mistake_message
 from bertcourse.grading.values import _call_text, _compare, _fn_name, describe
@@ -56,6 +57,25 @@ def functional_step(
     return reference_step
 
 
+def _reference_trajectory(
+    optimizer_class: type[torch.optim.Optimizer],
+    param: Tensor,
+    grads: list[Tensor],
+    settings: Mapping[str, Any],
+) -> list[tuple[Tensor, Tensor, Tensor]]:
+    """(param, m, v) after each of `optimizer_class`'s steps over `grads`, from `param`."""
+    ref_p = nn.Parameter(param.detach().clone())
+    optimizer = optimizer_class([ref_p], **settings)
+    trajectory = []
+    for g in grads:
+        ref_p.grad = g.clone()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            optimizer.step()
+        trajectory.append((ref_p.detach().clone(), *_moments(optimizer, ref_p)))
+    return trajectory
+
+
 def check_optimizer_steps(
     step_fn: Callable[..., Any],
     optimizer_class: type[torch.optim.Optimizer],
@@ -82,15 +102,12 @@ def check_optimizer_steps(
     """
     __tracebackhide__ = True
     grads = [g.detach().clone() for g in grads]
-    ref_p = nn.Parameter(param.detach().clone())
-    optimizer = optimizer_class([ref_p], **hyper, **(reference_hyper or {}))
+    # the same for every student: a grader computes it once (`memo`)
+    trajectory = once(
+        _reference_trajectory, optimizer_class, param, grads, {**hyper, **(reference_hyper or {})}
+    )
     p, m, v = param.detach().clone(), torch.zeros_like(param), torch.zeros_like(param)
-    for t, g in enumerate(grads, start=1):
-        ref_p.grad = g.clone()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            optimizer.step()
-        expected = (ref_p.detach().clone(), *_moments(optimizer, ref_p))
+    for t, (g, expected) in enumerate(zip(grads, trajectory, strict=True), start=1):
         call = _call_text(step_fn, (p, g, m, v, t), hyper)
         got = run(
             step_fn,
