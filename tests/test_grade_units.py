@@ -164,7 +164,7 @@ def test_tampering_is_found_and_repaired(toy) -> None:
     assert "deleted test cell 'count_tests'" in problems
     assert "duplicated test cell 'scale_tests' (2 copies)" in problems
     assert any("points 2 -> 99" in p for p in problems)
-    fixed = repair(nb, nb_spec, db_url=coursedir.db_url, assignment="toy", student="s")
+    fixed = repair(nb, nb_spec)
     ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in fixed.cells]
     assert ids.count("scale_tests") == 1 and ids.count("count_tests") == 1
     assert ids.index("count_tests") == ids.index("count") + 1  # put back after its answer
@@ -172,6 +172,29 @@ def test_tampering_is_found_and_repaired(toy) -> None:
         cell = _cell(fixed, name)
         assert cell.source == nb_spec.cell(name).source  # hidden tests back, edits undone
         assert cell.metadata.nbgrader["points"] == nb_spec.cell(name).points
+
+
+def test_repair_leaves_nbgraders_overwritecells_nothing_to_change(toy) -> None:
+    """`repair` does OverwriteCells' work from the spec, without the gradebook: nbgrader's own
+    preprocessor, reading the gradebook, then finds nothing to change in the repaired notebook
+    (cell types, locked sources with their hidden tests, points, checksums, locks)."""
+    from nbgrader.preprocessors import OverwriteCells
+
+    coursedir, spec, honest = toy
+    nb_spec = spec.notebooks[0]
+    nb = copy.deepcopy(honest)
+    test = _cell(nb, "softmax_tests")  # a test cell turned into markdown
+    test.cell_type = "markdown"
+    del test["outputs"], test["execution_count"]
+    _cell(nb, "scale_tests").metadata.nbgrader.update(locked=False, checksum="0", points=9)
+    _cell(nb, "count_tests").source = "pass"
+    fixed = repair(nb, nb_spec)
+    resources = {"nbgrader": {"notebook": nb_spec.name, "assignment": "toy"}}
+    resources["nbgrader"]["db_url"] = coursedir.db_url
+    again, _ = OverwriteCells().preprocess(copy.deepcopy(fixed), resources)
+    assert again == fixed
+    assert _cell(fixed, "softmax_tests").cell_type == "code"
+    assert _cell(fixed, "count_tests").source == nb_spec.cell("count_tests").source
 
 
 def test_stripped_metadata_is_reported(toy) -> None:
@@ -342,3 +365,13 @@ def test_the_feedback_exporter_gives_nbconverts_page_without_its_soup_pass() -> 
     images = soup_ours.find_all("img")
     assert len(images) >= 3 and all(img.get("alt") for img in images)
     assert sum(img["alt"] == NO_ALT_TEXT for img in images) >= 2  # the output and the raw tag
+
+    # highlighting is remembered per source: a second page, with the same source once more
+    # and once under another cell magic's language, is still nbconvert's page
+    again = new_code_cell("print('<img src=y.png>')")
+    nb.cells += [again, new_code_cell(again.source, metadata={"magics_language": "bash"})]
+    theirs, _ = HTMLExporter(config=config).from_notebook_node(nb, resources=dict(resources))
+    ours, _ = FeedbackExporter(config=config).from_notebook_node(nb, resources=dict(resources))
+    parsed = BeautifulSoup(ours, "html.parser")
+    assert parsed.prettify() == BeautifulSoup(theirs, "html.parser").prettify()
+    assert len({str(p) for p in parsed.find_all("div", class_="highlight")}) >= 2

@@ -110,13 +110,17 @@ class FeedbackExporter(HTMLExporter):
     the result with `HTMLExporter`'s). The rest is `HTMLExporter.from_notebook_node`'s body.
     """
 
+    _highlighted: dict[tuple[Any, ...], str] = {}  # noqa: RUF012 (one per process, bounded)
+
     def from_notebook_node(  # type: ignore[override]
         self, nb: nbformat.NotebookNode, resources: dict[str, Any] | None = None, **kw: Any
     ) -> tuple[str, dict[str, Any]]:
         langinfo = nb.metadata.get("language_info", {})
         lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
-        highlight = self.filters.get(
-            "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)
+        highlight = _Remembered(
+            self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)),
+            self._highlighted,
+            lexer,
         )
         resources = self._init_resources(resources)
         data_type = WidgetsDataTypeFilter(
@@ -128,6 +132,27 @@ class FeedbackExporter(HTMLExporter):
         return _IMG_WITHOUT_ALT.sub(f'<img alt="{NO_ALT_TEXT}"', page), resources
 
 
+class _Remembered:
+    """The `highlight_code` filter, remembering the HTML of each source it highlighted: the
+    instructor's cells are the same in every submission, and pygments took a quarter of a
+    page's export. The HTML depends only on the source, the language, the cell's
+    `magics_language` and the notebook's lexer (nbconvert's `_pygments_highlight`)."""
+
+    MAX_ENTRIES = 2000
+
+    def __init__(self, highlight: Any, cache: dict[tuple[Any, ...], str], lexer: Any) -> None:
+        self.highlight, self.cache, self.lexer = highlight, cache, lexer
+
+    def __call__(self, source: str, language: str | None = None, metadata: Any = None) -> str:
+        magics = metadata.get("magics_language") if isinstance(metadata, dict) else None
+        key = (source, language, str(magics), self.lexer)
+        if key not in self.cache:
+            if len(self.cache) >= self.MAX_ENTRIES:
+                self.cache.clear()
+            self.cache[key] = self.highlight(source, language, metadata)
+        return self.cache[key]
+
+
 @functools.cache
 def _exporter() -> HTMLExporter:
     # nbgrader's own feedback configuration (template, CSS paths), as GenerateFeedback sets it.
@@ -136,6 +161,8 @@ def _exporter() -> HTMLExporter:
     config = GenerateFeedback().config
     merged = Config(config)
     merged.HTMLExporter.exclude_input_prompt = False
+    # the notebook's schema checked once after all the preprocessors, not after each
+    merged.HTMLExporter.optimistic_validation = True
     exporter = FeedbackExporter(config=merged)
     exporter.register_preprocessor(GetGrades(), enabled=True)
     exporter.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)

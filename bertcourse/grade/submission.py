@@ -11,8 +11,9 @@ question with `add_missing_cells`, which fails when the cell before it is gone t
   duplicated test cells, test cells whose nbgrader metadata was stripped, changed metadata
   (points, flags, cell type), cells claiming grade ids that do not exist;
 - `repair` rebuilds the notebook to grade, with nbgrader's own preprocessors where they fit
-  (`ClearOutput`, `DeduplicateIds`, `OverwriteCells`, `CheckCellMetadata`): nbgrader metadata
-  is rewritten from the gradebook, missing test and read-only code cells are put back after
+  (`ClearOutput`, `DeduplicateIds`, `CheckCellMetadata`; `OverwriteCells`' work is done from
+  the spec, read from the gradebook once per run): nbgrader metadata is rewritten from the
+  gradebook, missing test and read-only code cells are put back after
   the nearest surviving cell that precedes them in the instructor's notebook, and locked
   cells get the gradebook's source (so the hidden tests are back, in memory only).
 
@@ -28,6 +29,7 @@ import json
 import os
 import stat
 from collections import Counter
+from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
@@ -247,20 +249,11 @@ def _insert_missing(nb: NotebookNode, spec: NotebookSpec) -> None:
         }
 
 
-def repair(
-    nb: NotebookNode, spec: NotebookSpec, *, db_url: str, assignment: str, student: str
-) -> NotebookNode:
+def repair(nb: NotebookNode, spec: NotebookSpec) -> NotebookNode:
     """The notebook to grade: the student's cells, the instructor's locked cells and tests."""
     nb = copy.deepcopy(nb)
     known = {c.name: c for c in spec.cells}
-    resources = {
-        "nbgrader": {
-            "notebook": spec.name,
-            "assignment": assignment,
-            "student": student,
-            "db_url": db_url,
-        }
-    }
+    resources: dict[str, Any] = {}
     nb, resources = ClearOutput().preprocess(nb, resources)
     for cell in nb.cells:
         md = cell.get("metadata", {}).get("nbgrader")
@@ -274,11 +267,17 @@ def repair(
         if cell.get("metadata", {}).get("nbgrader") == {}:
             del cell.metadata["nbgrader"]
     _insert_missing(nb, spec)
-    nb, resources = OverwriteCells(add_missing_cells=False).preprocess(nb, resources)
-    for cell in nb.cells:  # locked cells: the gradebook's source, hidden tests included
+    # What nbgrader's OverwriteCells does, from the spec (read from the same gradebook once per
+    # run) instead of two queries per cell on a new database engine per notebook: the
+    # metadata is already the instructor's (above); the cell type and the locked cells'
+    # source, hidden tests included, come back here (tests/test_grade_units.py checks that
+    # OverwriteCells then finds nothing to change).
+    overwrite = OverwriteCells()
+    for cell in nb.cells:
         md = _nbgrader_md(cell)
         if md and md.get("grade_id") in known:
             src = known[md["grade_id"]]
+            overwrite.update_cell_type(cell, src.cell_type)
             if src.locked and not src.solution:
                 cell.source = src.source
     nb, resources = CheckCellMetadata().preprocess(nb, resources)

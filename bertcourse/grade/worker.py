@@ -182,9 +182,7 @@ def _read(task: Task, nb_spec: NotebookSpec) -> tuple[Any, list[str]] | Notebook
     tampering = find_tampering(raw, nb_spec)
     try:
         with time_limit(POST_LIMIT_S, "repairing the notebook"):
-            nb = repair(
-                raw, nb_spec, db_url=task.db_url, assignment=task.spec.name, student=task.student
-            )
+            nb = repair(raw, nb_spec)
     except Exception as error:
         problem = f"{nb_spec.name}.ipynb could not be repaired: {error}"
         result = _not_graded(nb_spec, Status.INVALID_NOTEBOOK, problem)

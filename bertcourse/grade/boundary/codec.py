@@ -76,6 +76,7 @@ SAFETENSORS_DTYPES = {
     torch.float32: "F32",
     torch.float64: "F64",
 }
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})  # exact types JSON writes as they are
 # Classes the kernel side may build from a message (module prefixes; the referee builds none).
 ALLOWED_CLASSES = ("bertcourse.", "torch.optim.")
 
@@ -140,6 +141,18 @@ class _Encoder:
     def value(self, x: Any, depth: int = 0) -> Any:
         if depth > 40:
             raise CodecError("the value is nested too deeply")
+        kind = type(x)  # the exact types of token lists and pairs first: thousands per call
+        if kind in _JSON_SCALARS:
+            return x
+        if kind is float:
+            return x if math.isfinite(x) else {"$float": repr(x)}
+        if kind is list or kind is tuple:
+            items = x if plain_items(x) else [self.value(v, depth + 1) for v in x]
+            return items if kind is list else {"$tuple": items}
+        return self.other(x, depth)
+
+    def other(self, x: Any, depth: int) -> Any:
+        """Any value but an exact list, tuple, str, int, bool or None."""
         if x is None or isinstance(x, (bool, str)):
             return x
         if isinstance(x, int):
@@ -166,10 +179,9 @@ class _Encoder:
             return {"$functional_step": _class_path(x._functional_step_of)}
         if _is_config(x):
             return {"$config": self.value(dataclasses.asdict(x), depth + 1)}
-        if isinstance(x, tuple):
-            return {"$tuple": list(x) if plain_items(x) else [self.value(v, depth + 1) for v in x]}
-        if isinstance(x, list):
-            return list(x) if plain_items(x) else [self.value(v, depth + 1) for v in x]
+        if isinstance(x, (tuple, list)):  # subclasses (a named tuple) as their base
+            items = list(x) if plain_items(x) else [self.value(v, depth + 1) for v in x]
+            return {"$tuple": items} if isinstance(x, tuple) else items
         if isinstance(x, dict):
             return {
                 "$dict": [
@@ -315,22 +327,17 @@ class _Decoder:
 
     def value(self, node: Any, depth: int = 0) -> Any:
         self._count(1, depth)
-        if node is None or isinstance(node, (bool, int, float, str)):
+        kind = type(node)  # exact: json.loads makes nothing else
+        if kind in _JSON_SCALARS or kind is float:
             return node
-        if isinstance(node, list):
-            if plain_items(node):  # fresh from json.loads: nothing else refers to it
-                self._count(len(node), depth + 1)
-                return node
-            return [self.value(v, depth + 1) for v in node]
-        if not isinstance(node, dict) or len(node) < 1:
-            raise CodecError(f"unexpected node {type(node).__name__}")
+        if kind is list:
+            return self.items(node, depth)
+        if kind is not dict or len(node) < 1:
+            raise CodecError(f"unexpected node {kind.__name__}")
         tag = next(iter(node))
         body = node[tag]
-        if tag == "$tuple" and isinstance(body, list):
-            if plain_items(body):
-                self._count(len(body), depth + 1)
-                return tuple(body)
-            return tuple(self.value(v, depth + 1) for v in body)
+        if tag == "$tuple" and type(body) is list:
+            return tuple(self.items(body, depth))
         if tag == "$dict" and isinstance(body, list):
             out = {}
             for item in body:
@@ -389,6 +396,13 @@ class _Decoder:
         if self.side == "kernel":
             return self.build(tag, body, node, depth)
         raise CodecError(f"unexpected tag {tag!r}")
+
+    def items(self, body: list[Any], depth: int) -> list[Any]:
+        """The items of a JSON array (fresh from `json.loads`: nothing else refers to it)."""
+        if plain_items(body):
+            self._count(len(body), depth + 1)
+            return body
+        return [self.value(v, depth + 1) for v in body]
 
     def _tensor_dict(self, body: Any, depth: int) -> dict[str, Tensor]:
         if not isinstance(body, dict):
