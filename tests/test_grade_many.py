@@ -50,7 +50,7 @@ def _options(course: Path, assignment: str) -> Options:
     return Options(
         assignment=assignment,
         course=str(course),
-        workers=2,
+        workers=1,  # one pool all the same; two workers on a busy CI machine only add a zygote
         memory_mib=1024,
         notebook_timeout=120,
         progress=False,
