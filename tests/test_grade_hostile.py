@@ -73,12 +73,27 @@ def _read_csv(path: str) -> dict[str, dict[str, str]]:
 
 
 def _copy_course(source: Path, target: Path) -> None:
-    """A copy of a graded course: links stay links, FIFOs are left out (copytree would block)."""
+    """A copy of a graded course: links stay links, FIFOs are left out (copytree would block),
+    and the gradebook is copied through SQLite's backup API (a test on the other worker may
+    be reading it: its -wal and -shm files come and go while the folder is copied)."""
+    import sqlite3
 
     def special(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if stat.S_ISFIFO(os.lstat(os.path.join(folder, n)).st_mode)]
+        return [
+            n
+            for n in names
+            if n.endswith(("-wal", "-shm"))
+            or stat.S_ISFIFO(os.lstat(os.path.join(folder, n)).st_mode)
+        ]
 
     shutil.copytree(source, target, symlinks=True, ignore=special)
+    for db in source.rglob("*.db"):
+        src, dst = sqlite3.connect(db), sqlite3.connect(target / db.relative_to(source))
+        try:
+            src.backup(dst)
+        finally:
+            src.close()
+            dst.close()
 
 
 def _grade(course: Path, **options) -> tuple[Any, dict[str, dict[str, str]]]:
@@ -322,8 +337,9 @@ def test_feedback_has_no_hidden_tests(bank: dict) -> None:
 
 
 def test_a_graded_function_cannot_prompt_for_input(bank: dict) -> None:
-    """The calls of a test are answers to prompts on the kernel's stdin channel: the learner's
-    own input() gets the error of any graded cell, and its output still reaches the page."""
+    """The calls of a test come on a socket of their own, not on the kernel's stdin channel:
+    the learner's own input() gets the error of any graded cell, and its output still reaches
+    the page."""
     if "asks_for_input" not in bank["cases"]:
         pytest.skip("needs root (a separate user, namespaces, cgroups)")
     page = bank["course"] / ".grading" / "feedback" / "asks_for_input" / "toy" / "toy.html"

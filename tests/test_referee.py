@@ -194,6 +194,36 @@ def test_codec_limits() -> None:
         codec.decode(_message({"$module": "subprocess.Popen", "config": {}, "state": {}}), "kernel")
 
 
+def test_frames_cross_a_socket_whole_and_within_their_limits() -> None:
+    """The calls' socket carries one codec message per frame: large ones arrive whole, the end
+    of the stream is None (between frames or within one), a frame over the reader's limit is
+    refused from its header, and a silent kernel costs a `TimeoutError` at the deadline."""
+    import socket
+    import struct
+    import time
+
+    message = codec.encode({"x": torch.arange(3_000_000)}, side="kernel").encode()
+    ours, theirs = socket.socketpair()
+    with ours, theirs, ThreadPoolExecutor(1) as pool:
+        sent = pool.submit(codec.write_frame, theirs, message)  # larger than the socket buffer
+        assert codec.read_frame(ours, len(message)) == message
+        sent.result()
+        assert codec.decode(bytes(message), "referee")["x"].equal(torch.arange(3_000_000))
+        start = time.monotonic()
+        with pytest.raises(TimeoutError):
+            codec.read_frame(ours, 100, until=start + 0.2)
+        assert 0.15 < time.monotonic() - start < 5
+        codec.write_frame(theirs, b"1234")
+        with pytest.raises(codec.CodecError, match="larger than"):
+            codec.read_frame(ours, 3)
+    for rest in (b"", struct.pack("<Q", 10) + b"12345"):  # closed between frames, within one
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            theirs.sendall(rest)
+            theirs.close()
+            assert codec.read_frame(ours, 100, until=time.monotonic() + 5) is None
+
+
 def test_reading_a_pickle_payload_runs_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
 

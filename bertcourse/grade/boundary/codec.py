@@ -38,8 +38,10 @@ import importlib
 import json
 import math
 import random
+import socket
 import struct
 import sys
+import time
 from typing import Any
 
 import torch
@@ -469,7 +471,7 @@ class _Decoder:
         raise CodecError(f"unexpected tag {tag!r}")
 
 
-def decode(text: str | bytes, side: str = "referee", limits: Limits = Limits()) -> Any:
+def decode(text: str | bytes | bytearray, side: str = "referee", limits: Limits = Limits()) -> Any:
     """The value of a message written by `encode`; `CodecError` for anything else."""
     if len(text) > limits.max_bytes:
         raise CodecError(f"the message is larger than {limits.max_bytes >> 20} MiB")
@@ -495,3 +497,45 @@ def decode(text: str | bytes, side: str = "referee", limits: Limits = Limits()) 
         return _Decoder(tensors, side, limits).value(doc.get("value"))
     except RecursionError:
         raise CodecError("the message is nested too deeply") from None
+
+
+# --- frames on the calls' socket --------------------------------------------------------------
+
+_FRAME_HEADER = struct.Struct("<Q")  # the length of the message that follows
+
+
+def write_frame(sock: socket.socket, data: bytes, until: float | None = None) -> None:
+    """Send one message (`data`, encoded text) as a frame: its length, then its bytes.
+    Raises `TimeoutError` at `until` (a `time.monotonic()` time; None: wait)."""
+    sock.settimeout(None if until is None else max(0.001, until - time.monotonic()))
+    sock.sendall(_FRAME_HEADER.pack(len(data)))
+    sock.sendall(data)
+
+
+def read_frame(sock: socket.socket, max_bytes: int, until: float | None = None) -> bytearray | None:
+    """The next frame's message; None when the other side closed the socket (before or
+    within a frame). Raises `CodecError` for a frame over `max_bytes` (nothing of it is read)
+    and `TimeoutError` at `until` (a `time.monotonic()` time; None: wait)."""
+    header = _read_exact(sock, _FRAME_HEADER.size, until)
+    if header is None:
+        return None
+    (size,) = _FRAME_HEADER.unpack(header)
+    if size > max_bytes:
+        raise CodecError(f"the message is larger than {max_bytes >> 20} MiB")
+    return _read_exact(sock, size, until)
+
+
+def _read_exact(sock: socket.socket, size: int, until: float | None) -> bytearray | None:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        remaining = None if until is None else until - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise TimeoutError("no complete message before the time limit")
+        sock.settimeout(remaining)
+        count = sock.recv_into(view[got:])  # raises TimeoutError (socket.timeout) at `until`
+        if count == 0:
+            return None
+        got += count
+    return buffer

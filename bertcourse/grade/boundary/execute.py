@@ -7,8 +7,8 @@ kernel start-up, per-cell timeout with interrupt, output handling) with four cha
   transport, so that it works across the network namespace;
 - a graded test cell is not sent to the kernel at all: the referee (`referee.Referee`, in this
   process, outside the jail) runs it; the calls of a learner's functions go to the kernel
-  through one request per test (`remote.serve_calls`: each call is the answer to an input
-  prompt on the kernel's stdin channel, each reply the next prompt), as data (`codec`);
+  within one execute request per test (`remote.serve_calls`), as data (`codec`), each a frame
+  on a Unix socket this process listens on in the kernel's folder, each reply a frame back;
 - an instructor set-up cell runs in the kernel and in the referee's own namespace;
 - output is capped per cell and per notebook while it arrives (a print loop cannot fill the
   grader's memory);
@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
+import socket
 import sys
 import time
-from asyncio import FIRST_COMPLETED
-from queue import Empty
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
@@ -39,11 +40,14 @@ from bertcourse.grade.boundary.referee import KernelGone, Referee, TestOutcome
 from bertcourse.grade.jail import KernelJail, Zygote
 from bertcourse.grading.values import GradingError
 
-MAX_REPLY_CHARS = codec.Limits().max_bytes
-# one execute request answers all the calls of a test (see `remote.serve_calls`)
-SERVE_CALLS = (
-    "__import__('bertcourse.grade.boundary.remote', fromlist=['serve_calls']).serve_calls()"
-)
+MAX_REPLY_BYTES = codec.Limits().max_bytes
+CALLS_SOCKET = "calls.sock"  # in the kernel's folder: the one the jail lets it reach
+
+
+def serve_calls_code(path: str) -> str:
+    """The expression whose one execute request answers all the calls of a test."""
+    remote = "__import__('bertcourse.grade.boundary.remote', fromlist=['serve_calls'])"
+    return f"{remote}.serve_calls({path!r})"
 
 
 class _CallTimeout(Exception):
@@ -58,7 +62,7 @@ class _Serving:
     cell: NotebookNode  # collects the loop's output (the learner's prints)
     output: asyncio.Future[Any]  # IOPub: done when the kernel is idle again
     reply: asyncio.Future[Any]  # shell: the loop's execute reply
-    pending: asyncio.Future[Any] | None = None  # the stdin read in progress
+    conn: socket.socket | None = None  # the kernel's end of the calls, once it connected
 
 
 MEMORY_ERROR_MARKERS = (
@@ -180,6 +184,7 @@ class NotebookRun(Execute):
         self._deadline = 0.0
         self._timed_out_now = False
         self._serving: _Serving | None = None
+        self._listener: socket.socket | None = None  # the calls' socket, while a test runs
         self.timeout_func = self._cell_timeout
 
     # timing ------------------------------------------------------------------------------------
@@ -247,45 +252,76 @@ class NotebookRun(Execute):
             raise
 
     # calls of the learner's functions -----------------------------------------------------------
-    async def _remote_call(self, request: str, deadline: float) -> str:
-        """One call of a learner's function in the kernel: the reply text (data only).
+    def _call(self, request: str, until: float, on_loop: Callable[[Coroutine], Any]) -> bytes:
+        """One call of a learner's function in the kernel, from the referee's thread: the
+        reply (codec text, data only).
 
-        The calls of one test go through one execute request (`remote.serve_calls`, opened
-        by the first call): the request text answers the kernel's `input()` prompt on the
-        stdin channel, and the next prompt is the reply."""
-        budget = max(1.0, min(deadline - time.monotonic(), self._remaining()))
-        until = time.monotonic() + budget
+        The calls of one test go through one execute request (`remote.serve_calls`, opened by
+        the first call, on the event loop) and one connection to the calls' socket; the
+        frames are written and read here, in the referee's thread, which waits at most until
+        `until`: at that time the kernel is interrupted (`TimeoutError`)."""
+        budget = until - time.monotonic()
+        if self._serving is None:
+            self._serving = on_loop(self._open_serving())
+        serving = self._serving
+        reply = None
         try:
-            if self._serving is None:
-                self._serving = await self._open_serving()
-                await self._next_prompt(self._serving, until)  # the loop's READY
-            assert self.kc is not None
-            self.kc.input(request)
-            text = await self._next_prompt(self._serving, until)
-        except _CallTimeout:
-            await self._stop_serving(interrupt=True, timed_out=True)
+            if serving.conn is None:
+                serving.conn = self._accept(serving, until)
+            if serving.conn is not None:
+                codec.write_frame(serving.conn, request.encode(), until)
+                reply = codec.read_frame(serving.conn, MAX_REPLY_BYTES, until)
+        except TimeoutError:
+            on_loop(self._stop_serving(interrupt=True, timed_out=True))
             raise TimeoutError(f"the call did not finish within {int(budget)} s") from None
-        if text is None or len(text) > MAX_REPLY_CHARS:
-            await self._stop_serving(interrupt=False, timed_out=False)
+        except (OSError, codec.CodecError):  # the kernel reset the socket; a reply over the limit
+            reply = None
+        if reply is None:  # the serve loop ended (the learner's code stopped it) or the kernel died
+            on_loop(self._calls_ended())
             raise GradingError("the kernel did not answer the grader's call (0 points)")
-        return text
+        return reply
+
+    def _accept(self, serving: _Serving, until: float) -> socket.socket | None:
+        """The serve loop's connection; None if its request ended without one."""
+        assert self._listener is not None
+        while not serving.reply.done():
+            remaining = until - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the kernel did not connect")
+            self._listener.settimeout(min(remaining, 0.2))
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:  # one slice of the wait: is the request still running?
+                continue
+            return conn
+        return None
+
+    def _listen(self) -> socket.socket:
+        """A fresh calls' socket in the kernel's folder, which only the kernel's user reaches."""
+        path = os.path.join(self.jail.dir, CALLS_SOCKET)
+        if os.path.lexists(path):  # an earlier test's, or anything the learner left there
+            os.unlink(path)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        os.chmod(path, 0o600)
+        if self.jail.caps.uid is not None:
+            os.chown(path, self.jail.caps.uid, self.jail.caps.gid)
+        listener.listen(1)
+        return listener
 
     async def _open_serving(self) -> _Serving:
         assert self.kc is not None
-        while True:  # nothing may be waiting on the stdin channel from before
-            try:
-                await ensure_async(self.kc.stdin_channel.get_msg(timeout=0))
-            except Empty:
-                break
+        self._listener = self._listen()  # one per test: the learner's cells may have moved it
+        path = self._listener.getsockname()
         cell = NotebookNode(cell_type="code", source="", outputs=[], metadata={})
         msg_id = await ensure_async(
             self.kc.execute(
                 "",
                 silent=True,
                 store_history=False,
-                allow_stdin=True,
+                allow_stdin=False,
                 stop_on_error=False,
-                user_expressions={"served": SERVE_CALLS},
+                user_expressions={"served": serve_calls_code(path)},
             )
         )
         output = asyncio.ensure_future(self._async_poll_output_msg(msg_id, cell, -1))
@@ -298,52 +334,34 @@ class NotebookRun(Execute):
             if msg["parent_header"].get("msg_id") == msg_id:
                 return msg
 
-    async def _next_prompt(self, serving: _Serving, until: float) -> str | None:
-        """The serve loop's next prompt (a reply), or None if the loop ended without one.
-        Raises `_CallTimeout` at `until`, `KernelGone` if the kernel dies."""
-        assert self.kc is not None
-        while True:
-            remaining = until - time.monotonic()
-            if remaining <= 0:
-                raise _CallTimeout
-            if serving.pending is None:  # one read at a time, kept across the waits
-                serving.pending = asyncio.ensure_future(
-                    ensure_async(self.kc.stdin_channel.get_msg())
-                )
-            get = serving.pending
-            done, _ = await asyncio.wait(
-                {get, serving.reply}, timeout=min(1.0, remaining), return_when=FIRST_COMPLETED
-            )
-            if get in done:
-                serving.pending = None
-                msg = get.result()
-                if (
-                    msg["parent_header"].get("msg_id") == serving.msg_id
-                    and msg["msg_type"] == "input_request"
-                ):
-                    prompt = msg["content"].get("prompt")
-                    return prompt if isinstance(prompt, str) else None
-            elif serving.reply.done():  # the loop ended (the learner's code stopped it)
-                await self._stop_serving(interrupt=False, timed_out=False)
-                return None
-            elif not await ensure_async(self.kc.is_alive()):
+    async def _calls_ended(self) -> None:
+        """The kernel closed the calls' socket: its serve loop ended, or it died."""
+        assert self._serving is not None and self.km is not None
+        if self._serving.conn is not None:  # a kernel still writing a refused reply stops
+            self._serving.conn.close()
+        until = time.monotonic() + self.iopub_timeout
+        while not self._serving.reply.done() and time.monotonic() < until:
+            if not await ensure_async(self.km.is_alive()):
                 self._kernel_gone = True
                 raise KernelGone("the kernel died during a call")
+            await asyncio.sleep(0.05)
+        await self._stop_serving(interrupt=False, timed_out=False)
 
     async def _stop_serving(self, interrupt: bool, timed_out: bool) -> None:
-        """End the serve loop: EOF, or an interrupt when a call is still running. A kernel
-        that does not come back within `iopub_timeout` is gone (`timed_out`: stopped for
-        time, the parts graded before keep their points)."""
+        """End the serve loop: close its socket (the loop returns), or interrupt the kernel
+        when a call is still running. A kernel that does not come back within `iopub_timeout`
+        is gone (`timed_out`: stopped for time, the parts graded before keep their points)."""
         serving, self._serving = self._serving, None
         if serving is None:
             return
-        if serving.pending is not None:
-            serving.pending.cancel()
         assert self.kc is not None and self.km is not None
         if interrupt:
             await ensure_async(self.km.interrupt_kernel())
-        elif not serving.reply.done():
-            self.kc.input("\x04")  # EOF: serve_calls returns
+        if serving.conn is not None:  # the serve loop reads the end of the stream and returns
+            serving.conn.close()
+        if self._listener is not None:  # a connection not accepted yet is refused with it
+            self._listener.close()
+            self._listener = None
         done, _ = await asyncio.wait({serving.reply}, timeout=self.iopub_timeout)
         if done:
             try:
@@ -375,14 +393,17 @@ class NotebookRun(Execute):
 
     async def _run_test(self, cell: NotebookNode, cell_index: int, result: CellResult) -> None:
         """The referee runs the test cell here; each call of a learner's function goes to the
-        kernel through `_remote_call`, from the referee's thread."""
+        kernel through `_call`, from the referee's thread."""
         loop = asyncio.get_running_loop()
         deadline = time.monotonic() + min(self.cell_timeout, max(self._remaining(), 0.0))
         self._scratch_outputs = []
 
-        def send(request: str) -> str:
-            future = asyncio.run_coroutine_threadsafe(self._remote_call(request, deadline), loop)
-            return future.result()
+        def on_loop(coroutine: Coroutine) -> Any:
+            return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+        def send(request: str) -> bytes:
+            budget = max(1.0, min(deadline - time.monotonic(), self._remaining()))
+            return self._call(request, time.monotonic() + budget, on_loop)
 
         self.referee.session.send = send
         gone: KernelGone | None = None
@@ -471,6 +492,8 @@ class NotebookRun(Execute):
             outcome.error = text[:2000]
         finally:
             log.close()
+            if self._listener is not None:
+                self._listener.close()
             outcome.seconds = time.monotonic() - start
             if self._remaining() <= 0 and not outcome.kernel_died:
                 outcome.deadline_hit = outcome.timed_out = True

@@ -15,7 +15,8 @@ referee; the kernel sees only the inputs of each call. A kernel that lies can on
 numbers, and only correct numbers pass the referee's comparison.
 
 Kernel side: `serve(request)` runs in the learner's kernel (`serve_calls` reads the requests
-from the kernel's stdin channel, one execute request for all the calls of a test): it decodes
+from a Unix socket in the kernel's folder, within one execute request for all the calls of a
+test): it decodes
 the request, calls the learner's function from the notebook's namespace with the earlier parts
 replaced by references (`use_reference`) and the forbidden references stubbed (a second
 signal; the rule itself is static), and encodes the result. A call with a `probe`
@@ -58,7 +59,7 @@ GET = "__bertcourse_get__"
 class Session:
     """The referee's link to one kernel: how to send a request, and the static rules."""
 
-    send: Callable[[str], str]  # request text -> reply text (raises on timeout / dead kernel)
+    send: Callable[[str], str | bytes]  # request -> reply (raises on timeout / dead kernel)
     code: Any  # rules.StudentCode of the submission
     limits: codec.Limits = dataclasses.field(default_factory=codec.Limits)
     calls: int = 0
@@ -243,35 +244,31 @@ def _namespace() -> dict[str, Any]:
     return shell.user_ns
 
 
-READY = "ready"  # the serve loop's first prompt: no call answered yet
+def serve_calls(path: str) -> None:
+    """Kernel side: answer the referee's calls until it ends them (closes the socket).
 
-
-def serve_calls() -> None:
-    """Kernel side: answer the referee's calls until it ends them (EOF).
-
-    Runs as the user expression of one execute request with `allow_stdin` (an expression, as
-    `serve` was: a learner's input or AST transformers do not touch it): each reply is the
-    prompt of an input request on the kernel's stdin channel, and the referee's answer to that
-    prompt is the next call. Two messages a call instead of an execute request's seven, and
-    none of ipykernel's per-request work. While the learner's function runs, `input` raises
-    `StdinNotImplementedError` as in a graded cell, so its own prompts cannot cross the channel.
+    Runs as the user expression of one execute request (an expression, as `serve` was: a
+    learner's input or AST transformers do not touch it). The calls come on the Unix socket
+    the grader listens on in the kernel's own folder (`path`), one frame of codec text each
+    (`codec.read_frame`), and each reply goes back as one frame: no Jupyter message,
+    signature or output flush per call. The request has no stdin, and while the learner's
+    function runs `input` raises `StdinNotImplementedError` as in a graded cell.
     """
     import builtins
+    import socket
 
-    from IPython import get_ipython
-
-    read = get_ipython().kernel.raw_input  # a prompt on the stdin channel, for this request
-    reply = READY
-    while True:
-        try:
-            request = read(reply)
-        except EOFError:
-            return
-        builtins.input, saved = _no_stdin, builtins.input
-        try:
-            reply = serve(request)
-        finally:
-            builtins.input = saved
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(path)
+        while True:
+            request = codec.read_frame(conn, codec.Limits().max_bytes)
+            if request is None:
+                return
+            builtins.input, saved = _no_stdin, builtins.input
+            try:
+                reply = serve(request)
+            finally:
+                builtins.input = saved
+            codec.write_frame(conn, reply.encode())
 
 
 def _no_stdin(prompt: str = "") -> str:
@@ -280,7 +277,7 @@ def _no_stdin(prompt: str = "") -> str:
     raise StdinNotImplementedError("input() is not available while a graded function runs")
 
 
-def serve(request: str) -> str:
+def serve(request: str | bytes | bytearray) -> str:
     """Kernel side: run one call of the learner's function; the reply as codec text."""
     try:
         call = codec.decode(request, "kernel")
