@@ -366,12 +366,21 @@ def test_the_feedback_exporter_gives_nbconverts_page_without_its_soup_pass() -> 
     assert len(images) >= 3 and all(img.get("alt") for img in images)
     assert sum(img["alt"] == NO_ALT_TEXT for img in images) >= 2  # the output and the raw tag
 
-    # highlighting is remembered per source: a second page, with the same source once more
-    # and once under another cell magic's language, is still nbconvert's page
-    again = new_code_cell("print('<img src=y.png>')")
-    nb.cells += [again, new_code_cell(again.source, metadata={"magics_language": "bash"})]
+    # the locked cells' highlighting is remembered: the same exporter's second page, with a
+    # locked source once more and once under another cell magic's language, is still
+    # nbconvert's page; a learner's (unlocked) cell is never kept
+    locked = {"nbgrader": {"locked": True, "grade_id": "t"}}
+    source = "print('<img src=y.png>')"
+    nb.cells += [
+        new_code_cell(source, metadata=locked),
+        new_code_cell(source, metadata={**locked, "magics_language": "bash"}),
+        new_code_cell("x = 'a learner cell'"),
+    ]
+    exporter = FeedbackExporter(config=config)
     theirs, _ = HTMLExporter(config=config).from_notebook_node(nb, resources=dict(resources))
-    ours, _ = FeedbackExporter(config=config).from_notebook_node(nb, resources=dict(resources))
-    parsed = BeautifulSoup(ours, "html.parser")
-    assert parsed.prettify() == BeautifulSoup(theirs, "html.parser").prettify()
-    assert len({str(p) for p in parsed.find_all("div", class_="highlight")}) >= 2
+    for _ in range(2):
+        ours, _ = exporter.from_notebook_node(nb, resources=dict(resources))
+        parsed = BeautifulSoup(ours, "html.parser")
+        assert parsed.prettify() == BeautifulSoup(theirs, "html.parser").prettify()
+    assert len({str(p) for p in parsed.find_all("div", class_="highlight")}) >= 3
+    assert sorted(key[0] for key in exporter._highlighted) == [source, source]

@@ -224,6 +224,52 @@ def test_frames_cross_a_socket_whole_and_within_their_limits() -> None:
             assert codec.read_frame(ours, 100, until=time.monotonic() + 5) is None
 
 
+def test_the_calls_socket_never_follows_a_link_the_learner_swapped_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread of the learner's kernel may swap the calls' socket for a link to a host file
+    while the grader (root) makes it: the worse race, right after `bind`, must leave the
+    target's mode and owner alone, and a link already there is removed, not followed."""
+    import socket
+    import stat
+    from types import SimpleNamespace
+
+    from bertcourse.grade.boundary.execute import CALLS_SOCKET, NotebookRun
+
+    target = tmp_path / "host_file"
+    target.write_text("the gradebook, say")
+    target.chmod(0o644)
+    before = target.stat()
+    folder = tmp_path / "kernel"
+    folder.mkdir()
+    uid = 65534 if os.geteuid() == 0 else None  # a chown to another user needs root
+    run = NotebookRun.__new__(NotebookRun)
+    run.jail = SimpleNamespace(dir=str(folder), caps=SimpleNamespace(uid=uid, gid=uid))
+    path = folder / CALLS_SOCKET
+    bind = socket.socket.bind
+
+    def bind_then_swap(self: socket.socket, address: str) -> None:
+        bind(self, address)
+        os.unlink(address)
+        os.symlink(target, address)  # the learner's thread wins the race
+
+    path.symlink_to(target)  # and a link was there before
+    monkeypatch.setattr(socket.socket, "bind", bind_then_swap)
+    run._listen().close()
+    after = target.stat()
+    assert (after.st_mode, after.st_uid, after.st_gid) == (
+        before.st_mode,
+        before.st_uid,
+        before.st_gid,
+    )
+    assert target.read_text() == "the gradebook, say" and path.is_symlink()
+    monkeypatch.setattr(socket.socket, "bind", bind)
+    listener = run._listen()  # the link is removed, a socket takes its place
+    with listener:
+        assert stat.S_ISSOCK(path.lstat().st_mode)
+        assert uid is None or path.lstat().st_uid == uid
+
+
 def test_reading_a_pickle_payload_runs_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
 

@@ -110,7 +110,9 @@ class FeedbackExporter(HTMLExporter):
     the result with `HTMLExporter`'s). The rest is `HTMLExporter.from_notebook_node`'s body.
     """
 
-    _highlighted: dict[tuple[Any, ...], str] = {}  # noqa: RUF012 (one per process, bounded)
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._highlighted: dict[tuple[Any, ...], str] = {}  # see _Remembered
 
     def from_notebook_node(  # type: ignore[override]
         self, nb: nbformat.NotebookNode, resources: dict[str, Any] | None = None, **kw: Any
@@ -133,10 +135,12 @@ class FeedbackExporter(HTMLExporter):
 
 
 class _Remembered:
-    """The `highlight_code` filter, remembering the HTML of each source it highlighted: the
-    instructor's cells are the same in every submission, and pygments took a quarter of a
-    page's export. The HTML depends only on the source, the language, the cell's
-    `magics_language` and the notebook's lexer (nbconvert's `_pygments_highlight`)."""
+    """The `highlight_code` filter, remembering the HTML of the instructor's locked cells: they
+    are the same in every submission, and pygments took a quarter of a page's export. Only
+    locked cells (their metadata comes from the gradebook, see `submission.repair`), so what
+    a worker keeps from one page to the next is the course's, never a learner's cell, however
+    large. The HTML depends only on the source, the language, the cell's `magics_language`
+    and the notebook's lexer (nbconvert's `_pygments_highlight`)."""
 
     MAX_ENTRIES = 2000
 
@@ -144,8 +148,11 @@ class _Remembered:
         self.highlight, self.cache, self.lexer = highlight, cache, lexer
 
     def __call__(self, source: str, language: str | None = None, metadata: Any = None) -> str:
-        magics = metadata.get("magics_language") if isinstance(metadata, dict) else None
-        key = (source, language, str(magics), self.lexer)
+        md = metadata if isinstance(metadata, dict) else {}
+        grading = md.get("nbgrader")
+        if not (isinstance(grading, dict) and grading.get("locked")):
+            return self.highlight(source, language, metadata)
+        key = (source, language, str(md.get("magics_language")), self.lexer)
         if key not in self.cache:
             if len(self.cache) >= self.MAX_ENTRIES:
                 self.cache.clear()

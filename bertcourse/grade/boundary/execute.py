@@ -50,10 +50,6 @@ def serve_calls_code(path: str) -> str:
     return f"{remote}.serve_calls({path!r})"
 
 
-class _CallTimeout(Exception):
-    """A call of the learner's function ran past its budget."""
-
-
 @dataclasses.dataclass
 class _Serving:
     """The open serve loop of the current test: its execute request and what waits on it."""
@@ -297,16 +293,27 @@ class NotebookRun(Execute):
         return None
 
     def _listen(self) -> socket.socket:
-        """A fresh calls' socket in the kernel's folder, which only the kernel's user reaches."""
+        """A fresh calls' socket in the kernel's folder, which only the kernel's user reaches.
+
+        The learner's code may run in a thread of the kernel meanwhile and swap the path for a
+        link at any moment: nothing here follows a link (`unlink`, `bind` and `lchown` act on
+        the path itself), so the grader, as root, never changes a file the link points to.
+        The folder is the kernel's own (mode 0700), so the socket needs no mode of its own."""
         path = os.path.join(self.jail.dir, CALLS_SOCKET)
-        if os.path.lexists(path):  # an earlier test's, or anything the learner left there
-            os.unlink(path)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-        os.chmod(path, 0o600)
-        if self.jail.caps.uid is not None:
-            os.chown(path, self.jail.caps.uid, self.jail.caps.gid)
-        listener.listen(1)
+        try:
+            if os.path.lexists(path):  # an earlier test's, or anything the learner left there
+                os.unlink(path)
+            listener.bind(path)
+            if self.jail.caps.uid is not None:  # the kernel's user may connect
+                os.chown(path, self.jail.caps.uid, self.jail.caps.gid, follow_symlinks=False)
+            listener.listen(1)
+        except OSError as error:
+            listener.close()
+            raise GradingError(
+                f"the grader could not open the calls' socket in the kernel's folder ({error}); "
+                "did the notebook change that folder?"
+            ) from None
         return listener
 
     async def _open_serving(self) -> _Serving:
