@@ -512,9 +512,11 @@ CASES: list[Case] = [
     ),
     Case(
         "large_allocation",
-        "an 8 GiB tensor",
+        # the per-process cap refuses the allocation: the cell raises, the kernel lives on, and
+        # no cgroup counter says the memory limit was reached (issue 36: statuses from facts)
+        "an 8 GiB tensor (refused: the cell fails, count is never defined)",
         lambda nb, ctx: prepend(nb, "count", LARGE_ALLOCATION),
-        "memory_exceeded",
+        "graded",
         ("count",),
     ),
     Case(

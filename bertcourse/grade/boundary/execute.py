@@ -61,16 +61,6 @@ class _Serving:
     conn: socket.socket | None = None  # the kernel's end of the calls, once it connected
 
 
-MEMORY_ERROR_MARKERS = (
-    "MemoryError",
-    "can't allocate memory",
-    "Cannot allocate memory",
-    "Memory allocation still failed",
-    "std::bad_alloc",
-    "out of memory",
-)
-
-
 class JailedKernelManager(AsyncKernelManager):
     """An `AsyncKernelManager` whose kernel command goes through the jail's launcher."""
 
@@ -537,21 +527,9 @@ def _error_output(ename: str, evalue: str, traceback: list[str]) -> NotebookNode
     )
 
 
-def memory_error_in(nb: NotebookNode) -> bool:
-    """Did a cell fail with an out-of-memory error (RLIMIT_DATA reached)?"""
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                text = f"{out.get('ename')}: {out.get('evalue')}"
-                if any(marker in text for marker in MEMORY_ERROR_MARKERS):
-                    return True
-    return False
-
-
 __all__ = [
     "CellResult",
     "JailedKernelManager",
     "NotebookRun",
     "RunResult",
-    "memory_error_in",
 ]

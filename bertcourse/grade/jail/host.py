@@ -39,7 +39,9 @@ class Capabilities:
                 "(resource limits, clean environment and scratch folder only)"
             )
         parts = [f"kernels run as uid {self.uid}"]
-        parts.append("namespaces (mount, network, pid)" if self.namespaces else "NO namespaces")
+        parts.append(
+            "namespaces (mount, network, pid, ipc, uts)" if self.namespaces else "NO namespaces"
+        )
         parts.append(f"cgroup {self.cgroup} memory/pids limits" if self.cgroup else "RSS watchdog")
         return ", ".join(parts)
 
@@ -83,14 +85,17 @@ def ensure_grader_user(name: str = GRADER_USER) -> tuple[int, int]:
 
 
 def _probe_namespaces() -> bool:
-    """Can this process unshare mount, network and PID namespaces? (tried in a child)"""
+    """Can this process unshare the namespaces the launcher enters (mount, network, PID, IPC,
+    UTS)? (tried in a child)"""
+    from bertcourse.grade.jail.launcher import NAMESPACES
+
     pid = os.fork()
     if pid == 0:
         try:
             import ctypes
 
             libc = ctypes.CDLL(None, use_errno=True)
-            os._exit(0 if libc.unshare(0x00020000 | 0x40000000 | 0x20000000) == 0 else 1)
+            os._exit(0 if libc.unshare(NAMESPACES) == 0 else 1)
         except BaseException:
             os._exit(1)
     _, status = os.waitpid(pid, 0)

@@ -12,8 +12,11 @@ or, faster, by asking a zygote that has already imported ipykernel and torch to 
 `SPEC.json` (written by the grader, readable by root only) says what the jail looks like. As
 root the launcher
 
-1. enters new mount, network and PID namespaces (`unshare(2)`): no network at all, and the
-   kernel sees only its own processes, so it cannot signal, trace or read other kernels;
+1. enters new mount, network, PID, IPC and UTS namespaces (`unshare(2)`): no network at all,
+   the kernel sees only its own processes, so it cannot signal, trace or read other kernels,
+   and System V IPC objects and POSIX message queues are its own and go with it (a segment one
+   student leaves is not there for the next); the kernel also gets a cgroup namespace rooted
+   at its own cgroup;
 2. forks; the parent stays outside as a small supervisor (it forwards interrupts, waits, and
    reports the exit status); the child becomes PID 1 of the new namespace, so when it dies
    the Linux kernel kills every process it left behind (threads, forks, daemons);
@@ -43,6 +46,7 @@ This file imports only the standard library: it runs before anything else in the
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import platform
@@ -59,6 +63,14 @@ from typing import Any
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWCGROUP = 0x02000000
+# what the supervisor unshares before it forks the kernel: its own mounts, no network, its own
+# processes, its own System V IPC and POSIX message queues (they go with the namespace, that is
+# with the kernel's last process), its own host name
+NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+HOSTNAME = b"bertcourse-kernel"
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
@@ -239,6 +251,10 @@ def _enter_jail(spec: dict[str, Any], ready_fd: int | None) -> None:
         os.close(ready_fd)
     as_root = os.geteuid() == 0 and spec.get("uid") is not None
     if spec.get("namespaces"):
+        # in its cgroups now: a cgroup namespace rooted there hides the host's cgroup paths
+        # (a kernel older than Linux 4.6 has none: the jail holds without it)
+        if _libc.unshare(CLONE_NEWCGROUP) != 0 and ctypes.get_errno() != errno.EINVAL:
+            _check(-1, "unshare the cgroup namespace")
         _build_filesystem(spec)
     _set_limits(spec, as_root)
     _drop_privileges(spec)
@@ -330,7 +346,8 @@ def _start(spec: dict[str, Any], run_child: Any) -> int:
         with open(spec["pid_file"], "w") as f:
             f.write(str(os.getpid()))
     if spec.get("namespaces"):
-        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+        _check(_libc.unshare(NAMESPACES), "unshare")
+        _check(_libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
     else:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
     cgroup_procs = spec.get("cgroup_procs", [])
