@@ -32,6 +32,8 @@ It also lists translations that do not use the glossary's term for an English te
 from __future__ import annotations
 
 import argparse
+import ast
+import html
 import io
 import os
 import re
@@ -60,6 +62,10 @@ THEME_DOMAINS = ("sphinx", "booktheme")
 FIGURES_DOMAIN = "figures"
 FEEDBACK_DOMAIN = "feedback"  # not a page: the grader's feedback (scripts/i18n_feedback.py)
 FIGURE_SOURCES = ROOT / "bertcourse" / "viz"
+# the Chinese SVGs' font: the one matplotlib draws the Chinese figures with, then what the reader has
+ZH_SVG_FONTS = (
+    "'Noto Sans CJK SC', 'Source Han Sans SC', 'PingFang SC', 'Microsoft YaHei', sans-serif"
+)
 PO_WIDTH = 79
 
 
@@ -136,23 +142,210 @@ def extract(out: Path, execute: str = "cache") -> dict[str, Path]:
     return {p.relative_to(out).with_suffix("").as_posix(): p for p in sorted(out.rglob("*.pot"))}
 
 
+# --- the words of the figures ------------------------------------------------------------------
+#
+# Two sources, one catalogue (figures.po): every `label("...")` of bertcourse/viz/*.py, and the
+# words a book page hands to a plot function, `viz.plot_x(..., title="...")`, which
+# `lang.translate_figure` translates when the figure is drawn. From a page, the strings taken
+# are those inside the arguments of a `plot_*` call and the keys of its dict literals (a series'
+# name becomes a legend entry: `{"untrained tiny BERT": p}`; `d["name"] = p` too), when they hold words: a key like
+# "mlm_loss" (no space) is data, not a label. An f-string is catalogued with its fields as
+# written (`"layer {layer}, head {head}"`): `lang.label` fills them in. The texts of the book's
+# SVG figures (`book/_static/<name>.svg`) are catalogued too; `update` writes each one's Chinese
+# copy `<name>.zh_CN.svg`, which Sphinx's `figure_language_filename` ("{root}.{language}{ext}")
+# puts on the Chinese pages in place of the English one.
+
+FIGURE_FIELD_NOTE = "{...} is filled in when the figure is drawn: keep it as it is"
+_CODE_CELL = re.compile(r"^(`{3,})\{code-cell\}[^\n]*\n(.*?)^\1\s*$", re.M | re.S)
+_HAS_WORDS = re.compile(r"[A-Za-z]{2}")
+SVG_FIGURES = ROOT / "book" / "_static"
+
+
+def _fstring_msgid(node: ast.JoinedStr) -> str:
+    """`f"layer {layer}, head {head}"` as the text `layer {layer}, head {head}`."""
+    out = []
+    for value in node.values:
+        if isinstance(value, ast.Constant):
+            out.append(str(value.value))
+        else:  # ast.FormattedValue
+            spec = f":{_fstring_msgid(value.format_spec)}" if value.format_spec else ""
+            conversion = f"!{chr(value.conversion)}" if value.conversion != -1 else ""
+            out.append(f"{{{ast.unparse(value.value)}{conversion}{spec}}}")
+    return "".join(out)
+
+
+def _literal(node: ast.AST) -> str | None:
+    """The text of a string constant or f-string with words outside math, else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value
+    elif isinstance(node, ast.JoinedStr):
+        text = _fstring_msgid(node)
+        node = ast.Constant("".join(v.value for v in node.values if isinstance(v, ast.Constant)))
+        if not _HAS_WORDS.search(node.value):  # f"{a:.1%}": only numbers
+            return None
+    else:
+        return None
+    return text if _HAS_WORDS.search(re.sub(r"\$[^$]*\$", "", text)) else None
+
+
+def _strings_inside(node: ast.AST) -> list[str]:
+    """The strings of an argument: itself, or inside its dicts, lists, tuples, comprehensions,
+    conditionals (not in subscripts, attributes or other calls: those compute data)."""
+    found = _literal(node)
+    if found is not None:
+        return [found]
+    if isinstance(node, ast.Dict):
+        parts = [*(k for k in node.keys if k is not None), *node.values]
+    elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        parts = node.elts
+    elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        parts = [node.elt]
+    elif isinstance(node, ast.DictComp):
+        parts = [node.key, node.value]
+    elif isinstance(node, ast.IfExp):
+        parts = [node.body, node.orelse]
+    else:
+        parts = []
+    return [s for part in parts for s in _strings_inside(part)]
+
+
+def _call_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def figure_words_of_module(source: str) -> list[str]:
+    """The first argument of every `label(...)` / `lang.label(...)` call in a Python module."""
+    return [
+        text
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and _call_name(node) == "label" and node.args
+        for text in [_literal(node.args[0])]
+        if text is not None
+    ]
+
+
+def figure_words_of_page(markdown: str) -> list[str]:
+    """The words a MyST page's code cells give to plot functions (see above)."""
+    words = []
+    for cell in _CODE_CELL.finditer(markdown):
+        lines = [ln for ln in cell.group(2).splitlines() if not ln.startswith((":", "%", "!"))]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _call_name(node).startswith("plot_"):
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    words += _strings_inside(arg)
+            elif isinstance(node, (ast.Dict, ast.DictComp, ast.Assign)):
+                if isinstance(node, ast.Assign):  # counts[f"L = {n}"] = ...: a key too
+                    keys = [t.slice for t in node.targets if isinstance(t, ast.Subscript)]
+                else:
+                    keys = node.keys if isinstance(node, ast.Dict) else [node.key]
+                words += [
+                    text
+                    for key in keys
+                    if key is not None
+                    for text in [_literal(key)]
+                    if text is not None and " " in text.strip()
+                ]
+    return words
+
+
+def svg_texts(svg: str, words_only: bool = True) -> list[str]:
+    """The words of an SVG figure: its <text> and <title> elements and its aria-label (those
+    with Latin words, unless `words_only` is False)."""
+    texts = re.findall(r"<(?:text|title)\b[^>]*>([^<]+)</(?:text|title)>", svg)
+    texts += re.findall(r'\baria-label="([^"]+)"', svg)
+    return [html.unescape(t) for t in texts if _HAS_WORDS.search(t) or not words_only]
+
+
+def english_svgs() -> list[Path]:
+    """The book's SVG figures (not their translated copies, `<name>.<language>.svg`)."""
+    svgs = (p for p in sorted(SVG_FIGURES.glob("*.svg")) if "." not in p.stem)
+    return [p for p in svgs if svg_texts(p.read_text(encoding="utf-8"))]
+
+
+def translated_svg(svg: str, translate) -> str:
+    """`svg` with the words of svg_texts() replaced by `translate(words)`."""
+
+    def text(m: re.Match) -> str:
+        words = html.unescape(m.group(2))
+        return m.group(1) + html.escape(translate(words), quote=False) + m.group(3)
+
+    svg = re.sub(r"(<(?:text|title)\b[^>]*>)([^<]+)(</(?:text|title)>)", text, svg)
+    return re.sub(
+        r'(\baria-label=")([^"]+)(")',
+        lambda m: m.group(1) + html.escape(translate(html.unescape(m.group(2)))) + m.group(3),
+        svg,
+    )
+
+
+def zh_svg_path(svg: Path) -> Path:
+    return svg.with_name(f"{svg.stem}.{LANGUAGE}{svg.suffix}")
+
+
+def figure_words() -> list[tuple[str, str]]:
+    """(words, where) of every figure: bertcourse/viz, the pages' plot calls, the SVGs."""
+    out = []
+    for path in sorted(FIGURE_SOURCES.glob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        out += [(w, where) for w in figure_words_of_module(path.read_text(encoding="utf-8"))]
+    for page in toc_pages():
+        path = ROOT / f"{page}.md"
+        if path.is_file():
+            words = figure_words_of_page(path.read_text(encoding="utf-8"))
+            out += [(w, f"{page}.md") for w in words]
+    for svg in english_svgs():
+        where = svg.relative_to(ROOT).as_posix()
+        out += [(w, where) for w in svg_texts(svg.read_text(encoding="utf-8"))]
+    return out
+
+
 def extract_figure_labels(pot: Path) -> set[str]:
-    """Write every `label("...")` of bertcourse/viz/*.py into `pot` (babel's Python extractor)."""
+    """Write the words of every figure (figure_words) into `pot`; return them."""
     from babel.messages.catalog import Catalog
-    from babel.messages.extract import extract_from_dir
     from babel.messages.pofile import write_po
 
     catalog = Catalog(project="bertcourse", fuzzy=False)
-    found = extract_from_dir(
-        str(FIGURE_SOURCES), method_map=[("*.py", "python")], keywords={"label": None}
-    )
-    for _filename, _lineno, message, _comments, _context in found:
-        if isinstance(message, str) and message:
-            catalog.add(message)
+    for words, where in figure_words():
+        if words in catalog:
+            continue
+        note = [where] + ([FIGURE_FIELD_NOTE] if lang_fields(words) else [])
+        catalog.add(words, auto_comments=note)
     pot.parent.mkdir(parents=True, exist_ok=True)
     with pot.open("wb") as f:
         write_po(f, catalog, omit_header=False)
     return {m.id for m in catalog if m.id}
+
+
+def lang_fields(words: str) -> bool:
+    """Whether `words` has f-string fields, as bertcourse.viz.lang reads them."""
+    return bool(re.search(r"\{[^{}]*\}", re.sub(r"\$[^$]*\$", "", words)))
+
+
+def write_zh_svgs(check_only: bool = False) -> list[Path]:
+    """Write (or, `check_only`, compare) each SVG's Chinese copy from figures.po; return the
+    copies that were (or would be) changed."""
+    import polib
+
+    po = CATALOGS / f"{FIGURES_DOMAIN}.po"
+    table = {
+        e.msgid: e.msgstr
+        for e in (polib.pofile(str(po)) if po.is_file() else [])
+        if e.msgstr and not e.fuzzy and not e.obsolete
+    }
+    changed = []
+    for svg in english_svgs():
+        out = zh_svg_path(svg)
+        text = translated_svg(svg.read_text(encoding="utf-8"), lambda w: table.get(w, w))
+        text = text.replace('font-family="sans-serif"', f'font-family="{ZH_SVG_FONTS}"', 1)
+        if not out.is_file() or out.read_text(encoding="utf-8") != text:
+            changed.append(out)
+            if not check_only:
+                out.write_text(text, encoding="utf-8")
+    return changed
 
 
 def toc_pages() -> list[str]:
@@ -369,7 +562,11 @@ def cmd_update(args: argparse.Namespace) -> int:
     labels = extract_figure_labels(figures_pot)
     status, added, _ = merge(figures_pot, CATALOGS / f"{FIGURES_DOMAIN}.po")
     if status != "unchanged":
-        print(f"{status}: figure labels, {len(labels)} in bertcourse/viz (+{added} new)")
+        print(
+            f"{status}: figure labels, {len(labels)} in bertcourse/viz, pages, SVGs (+{added} new)"
+        )
+    for svg in write_zh_svgs():
+        print(f"written: {svg.relative_to(ROOT)} (from {FIGURES_DOMAIN}.po)")
     for page, po in page_catalogs().items():
         if page not in pots:
             po.unlink()
@@ -489,8 +686,13 @@ def stale_problems(fast: bool) -> list[str]:
         )
         if labels != have:
             problems.append(
-                f"{FIGURES_DOMAIN}.po: {len(labels - have)} label(s) of bertcourse/viz missing, "
+                f"{FIGURES_DOMAIN}.po: {len(labels - have)} figure label(s) missing, "
                 f"{len(have - labels)} no longer used (run `python scripts/i18n.py update`)"
+            )
+        for svg in write_zh_svgs(check_only=True):
+            problems.append(
+                f"{svg.relative_to(ROOT)}: not what {FIGURES_DOMAIN}.po gives "
+                "(run `python scripts/i18n.py update`)"
             )
     return problems
 

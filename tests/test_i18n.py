@@ -319,3 +319,136 @@ def test_jieba_caches_in_the_build_folder_quietly(tmp_path: Path) -> None:
     assert "注意力" in proc.stdout
     assert (tmp_path / "doctrees" / "jieba.cache").is_file()
     assert proc.stderr == ""
+
+
+# --- figures in Chinese ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def chinese_figures():
+    """The figure language set to zh_CN with the real figures.po, reset afterwards."""
+    import matplotlib
+
+    from bertcourse.viz import lang
+
+    family = list(matplotlib.rcParams["font.family"])
+    lang._catalog.cache_clear()
+    lang.set_language("zh_CN")
+    try:
+        yield lang
+    finally:
+        lang.set_language("en")
+        matplotlib.rcParams["font.family"] = family
+        lang._catalog.cache_clear()
+
+
+def _figure_texts(fig) -> set[str]:
+    """Every string a figure will draw (texts, legends, tick labels fixed by the plot)."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()  # tick labels are written from their formatters at draw time
+    return {t.get_text() for t in fig.findobj(Text) if t.get_text()}
+
+
+def _catalogue() -> dict[str, str]:
+    po = polib.pofile(str(i18n.CATALOGS / f"{i18n.FIGURES_DOMAIN}.po"))
+    return {e.msgid: e.msgstr for e in po if e.msgstr and not e.fuzzy and not e.obsolete}
+
+
+def test_a_figure_drawn_for_zh_cn_shows_the_catalogues_chinese_words(chinese_figures) -> None:
+    """A plot function's own words, a page's title and legend names (seen only at run time),
+    and an f-string label (its fields filled in) come out as figures.po says: every drawn string
+    that is a catalogue entry in English is drawn in its Chinese instead."""
+    import matplotlib.pyplot as plt
+
+    from bertcourse.viz import attention, masks
+
+    table = _catalogue()
+    page_names = {
+        "received by [MASK]": [0.2, 0.3],
+        "received by an average other token": [0.1, 0.1],
+    }
+    title = "[MASK] is an ordinary key for attention (sentence 1)"
+    figs = [
+        attention.plot_softmax_saturation(
+            [4, 16], {"a": [0.5, 0.9]}, {"a": [0.3, 0.1]}, num_keys=8
+        ),
+        masks.plot_attention_received(page_names, uniform=0.25, title=title),
+    ]
+    try:
+        drawn = set().union(*(_figure_texts(f) for f in figs))
+    finally:
+        for f in figs:
+            plt.close(f)
+    expected = {
+        table["head size $d_k$"],
+        table["Gradient through the softmax"],
+        table["Peakedness ({num_keys} keys; 1 = one-hot)"].replace("{num_keys}", "8"),
+        table[title],
+        *(table[name] for name in page_names),
+        table["mean attention received"],
+    }
+    assert expected <= drawn, sorted(expected - drawn)
+    english = {en for en, zh in table.items() if en != zh}
+    assert not drawn & english, f"English words left in the figure: {sorted(drawn & english)}"
+
+
+def test_labels_with_fields_and_math(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field `{...}` outside math matches any text and its value is translated too; braces
+    inside `$...$` are TeX and match only themselves."""
+    from bertcourse.viz import lang
+
+    po = tmp_path / "zh_CN" / "LC_MESSAGES" / "figures.po"
+    po.parent.mkdir(parents=True)
+    cat = polib.POFile()
+    cat.metadata = {"Language": "zh_CN", "Content-Type": "text/plain; charset=UTF-8"}
+    for en, zh in [
+        ("layer {layer}, head {head}", "第 {layer} 层，第 {head} 个头"),
+        ("{title} (dashed: the mean)", "{title}（虚线：均值）"),
+        ("Losses", "损失"),
+        ("$\\sqrt{d_k}$ scale", "$\\sqrt{d_k}$ 缩放"),
+    ]:
+        cat.append(polib.POEntry(msgid=en, msgstr=zh))
+    cat.save(str(po))
+    monkeypatch.setattr(lang, "LOCALES", tmp_path)
+    monkeypatch.setattr(lang, "_language", "zh_CN")
+    lang._catalog.cache_clear()
+    try:
+        assert lang.label("layer 10, head 3") == "第 10 层，第 3 个头"
+        assert lang.label("Losses (dashed: the mean)") == "损失（虚线：均值）"
+        assert lang.label("Accuracy (dashed: the mean)") == "Accuracy（虚线：均值）"
+        assert lang.label("$\\sqrt{d_k}$ scale") == "$\\sqrt{d_k}$ 缩放"
+        assert lang.label("$\\sqrt{64}$ scale") == "$\\sqrt{64}$ scale", "TeX braces are no field"
+        assert lang.label("layer 10 head 3") == "layer 10 head 3"
+    finally:
+        lang._catalog.cache_clear()
+
+
+def test_figure_words_are_found_in_modules_pages_and_svgs() -> None:
+    module = 'ax.set_title(lang.label(f"Peakedness ({n} keys)"))\nx = label(f"{v:.1%}")\nf("no")\n'
+    assert i18n.figure_words_of_module(module) == ["Peakedness ({n} keys)"]  # a number: no words
+    page = (
+        "```{code-cell} ipython3\n:tags: [hide-input]\n"
+        'd = {"untrained tiny BERT": p, "mlm_loss": q}\nd[f"L = {n} words"] = r\n'
+        'fig = viz.plot_x(d, title="Top predictions", fmt="o-", x=r["a key"])\n```\n'
+    )
+    assert sorted(i18n.figure_words_of_page(page)) == [
+        "L = {n} words", "Top predictions", "untrained tiny BERT"
+    ]  # fmt: skip
+    svg = '<svg aria-label="a b"><title>A &amp; B</title><text x="1">hidden states</text></svg>'
+    assert i18n.svg_texts(svg) == ["A & B", "hidden states"]
+    chinese = i18n.translated_svg(svg, lambda w: {"A & B": "甲 & 乙"}.get(w, w))
+    assert chinese == svg.replace("A &amp; B", "甲 &amp; 乙")
+
+
+def test_the_chinese_svgs_are_the_catalogues_translation() -> None:
+    """Each SVG figure has a Chinese copy that `update` wrote from figures.po, with every word
+    translated (Sphinx's figure_language_filename puts it on the Chinese pages)."""
+    assert i18n.write_zh_svgs(check_only=True) == [], "run `python scripts/i18n.py update`"
+    table = _catalogue()
+    for svg in i18n.english_svgs():
+        english = i18n.svg_texts(svg.read_text(encoding="utf-8"), words_only=False)
+        chinese = i18n.svg_texts(i18n.zh_svg_path(svg).read_text(encoding="utf-8"), False)
+        assert chinese == [table.get(w, w) for w in english]
+        untranslated = [w for w in english if w not in table and i18n._HAS_WORDS.search(w)]
+        assert not untranslated, f"{svg.name}: words without a translation: {untranslated}"

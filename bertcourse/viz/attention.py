@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from bertcourse.viz import lang
 from bertcourse.viz.style import CYCLE, GREY, HEATMAP, as_array
 
 __all__ = [
@@ -51,12 +52,12 @@ def plot_score_variance(d_k: Sequence[int], variances: Mapping[str, Sequence[flo
         ax.plot(d, v, "o-", color=color, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("head size $d_k$")
-    ax.set_ylabel("variance of the score (measured)")
-    ax.set_title("Scores of random unit-variance $q, k$", fontsize=10)
+    ax.set_xlabel(lang.label("head size $d_k$"))
+    ax.set_ylabel(lang.label("variance of the score (measured)"))
+    ax.set_title(lang.label("Scores of random unit-variance $q, k$"), fontsize=10)
     ax.legend(frameon=False, fontsize=9, loc="upper left")
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_softmax_saturation(
@@ -77,8 +78,8 @@ def plot_softmax_saturation(
     d = as_array(d_k)
     fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.6))
     for ax, series, ylabel in (
-        (axes[0], max_prob, "mean largest probability $\\max_j p_j$"),
-        (axes[1], jacobian_norm, "mean $\\|\\partial p / \\partial s\\|_F$"),
+        (axes[0], max_prob, lang.label("mean largest probability $\\max_j p_j$")),
+        (axes[1], jacobian_norm, lang.label("mean $\\|\\partial p / \\partial s\\|_F$")),
     ):
         for (label, v), color in zip(series.items(), CYCLE):
             v = as_array(v)
@@ -86,17 +87,17 @@ def plot_softmax_saturation(
                 raise ValueError(f"{label!r}: {v.shape[0]} values for {d.shape[0]} values of d_k")
             ax.plot(d, v, "o-", color=color, label=label)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("head size $d_k$")
+        ax.set_xlabel(lang.label("head size $d_k$"))
         ax.set_ylabel(ylabel)
     axes[0].axhline(1.0, color=GREY, ls=":", lw=1)
     axes[0].axhline(1.0 / num_keys, color=GREY, ls=":", lw=1)
     axes[0].set_ylim(0, 1.05)
-    axes[0].set_title(f"Peakedness ({num_keys} keys; 1 = one-hot)", fontsize=10)
-    axes[1].set_title("Gradient through the softmax", fontsize=10)
+    axes[0].set_title(lang.label(f"Peakedness ({num_keys} keys; 1 = one-hot)"), fontsize=10)
+    axes[1].set_title(lang.label("Gradient through the softmax"), fontsize=10)
     axes[1].set_ylim(bottom=0)
     axes[0].legend(frameon=False, fontsize=9)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_attention_heads(
@@ -143,8 +144,10 @@ def plot_attention_heads(
             ax.add_patch(
                 plt.Rectangle((-0.5, highlight_row - 0.5), L, 1, fill=False, ec="red", lw=1.2)
             )
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="attention probability")
-    return fig
+    fig.colorbar(
+        im, ax=axes.ravel().tolist(), shrink=0.6, label=lang.label("attention probability")
+    )
+    return lang.translate_figure(fig)
 
 
 def plot_head_grid(
@@ -182,9 +185,9 @@ def plot_head_grid(
             )
     ax.set_xticks(range(n_heads), [str(j) for j in range(n_heads)])
     ax.set_yticks(range(n_layers), [str(i) for i in range(n_layers)])
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
+    ax.set_xlabel(lang.label("head"))
+    ax.set_ylabel(lang.label("layer"))
     ax.set_title(title, fontsize=10)
     fig.colorbar(im, ax=ax, label=colorbar_label)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)

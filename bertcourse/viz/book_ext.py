@@ -346,6 +346,10 @@ def _pages_to_execute(env, docnames) -> list[tuple[str, Path, object, dict | Non
         ):  # myst-nb does not execute an excluded page: neither does this
             continue
         text = path.read_text(encoding="utf-8")
+        if env.config.language and env.config.language != "en":  # as Sphinx will read it
+            from i18n_ext import figure_language_cell  # (the other local extension)
+
+            text = figure_language_cell(text, env.config.language)
         reader = create_nb_reader(str(path), env.myst_config, env.mystnb_config, text)
         if reader is None:
             continue

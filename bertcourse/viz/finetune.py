@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from bertcourse.viz import lang
 from bertcourse.viz.style import BLACK, CYCLE, GREY
 
 __all__ = ["plot_rate_grid", "plot_encoder_change"]
@@ -23,7 +24,7 @@ def plot_rate_grid(
     *,
     levels: Sequence[tuple[float, str]] = (),
     chosen: Mapping[str, float] | None = None,
-    ylabel: str = "validation accuracy",
+    ylabel: str = lang.label("validation accuracy"),
     title: str = "",
 ) -> Figure:
     """Accuracy against the peak learning rate (log scale).
@@ -42,7 +43,14 @@ def plot_rate_grid(
         if any(len(by_rate[r]) == 0 for r in rates):
             raise ValueError(f"{name}: every rate needs at least one accuracy")
         means = [float(np.mean(by_rate[r])) for r in rates]
-        ax.plot(rates, means, color=color, lw=1.8, marker="o", label=f"{name} (mean of seeds)")
+        ax.plot(
+            rates,
+            means,
+            color=color,
+            lw=1.8,
+            marker="o",
+            label=lang.label(f"{name} (mean of seeds)"),
+        )
         for r in rates:
             ax.scatter([r] * len(by_rate[r]), by_rate[r], color=color, s=14, alpha=0.5)
         if chosen and name in chosen:
@@ -52,13 +60,13 @@ def plot_rate_grid(
     for (value, label), style in zip(levels, ("--", ":", "-.")):
         ax.axhline(value, color=GREY if style == "--" else BLACK, ls=style, lw=1, label=label)
     ax.set_xscale("log")
-    ax.set_xlabel("peak learning rate")
+    ax.set_xlabel(lang.label("peak learning rate"))
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=10)
     ax.legend(frameon=False, fontsize=8, loc="best")
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_encoder_change(
@@ -73,14 +81,14 @@ def plot_encoder_change(
         )
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.4))
     left.plot(rates, drift, color=CYCLE[0], marker="o", lw=1.8)
-    left.axhline(1.0, color=GREY, ls="--", lw=1, label="unchanged")
-    left.set_ylabel("cosine(pretrained, fine-tuned)\nmean vectors")
+    left.axhline(1.0, color=GREY, ls="--", lw=1, label=lang.label("unchanged"))
+    left.set_ylabel(lang.label("cosine(pretrained, fine-tuned)\nmean vectors"))
     left.legend(frameon=False, fontsize=8)
     right.plot(rates, relative_change, color=CYCLE[1], marker="o", lw=1.8)
     right.set_yscale("log")
     right.set_ylabel("|w - w0| / |w0|")
     for ax in (left, right):
         ax.set_xscale("log")
-        ax.set_xlabel("peak learning rate")
+        ax.set_xlabel(lang.label("peak learning rate"))
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)

@@ -4,11 +4,13 @@
     lang.set_language("zh_CN")        # what the Chinese build does for a page that opts in
     ax.set_xlabel(lang.label("head size $d_k$"))   # "头的维度 $d_k$" in Chinese, as is in English
 
-A plot function wraps each word it draws in `label()`. The translations live in the gettext
-catalogue `locales/zh_CN/LC_MESSAGES/figures.po`, beside the pages' catalogues, and
-`python scripts/i18n.py update` extracts every `label("...")` of `bertcourse/viz/*.py` into it
-(babel's Python extractor), so figure labels are translated, checked and refreshed like the
-prose. A label without a translation stays English; math (`$...$`) must be kept as is.
+A plot function wraps each word it draws in `label()` and returns its figure through
+`translate_figure()`, which translates the words its caller gave too (a title, a legend's
+names). The translations live in the gettext catalogue `locales/zh_CN/LC_MESSAGES/figures.po`,
+beside the pages' catalogues, and `python scripts/i18n.py update` extracts into it every
+`label("...")` of `bertcourse/viz/*.py` and the words the book's pages hand to plot functions
+(see locales/README.md), so figure labels are translated, checked and refreshed like the prose.
+A label without a translation stays English; math (`$...$`) must be kept as is.
 
 Chinese text needs a CJK font: `set_language("zh_CN")` registers the Simplified Chinese face of
 Noto Sans CJK (the static Regular collection of the PyPI package `noto-cjk-sans-otc`, pinned in
@@ -28,7 +30,13 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ENGLISH = "en"
 LANGUAGES = (ENGLISH, "zh_CN")
@@ -57,26 +65,107 @@ def get_language() -> str:
     return _language
 
 
+# A label made by an f-string is catalogued with its fields as written in the source,
+# `"layer {layer}, head {head}"`: a field is `{...}` outside `$...$` (braces inside math are TeX).
+_MATH = re.compile(r"\$[^$]*\$")
+_FIELD = re.compile(r"\{[^{}]*\}")
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    """A catalogue entry with fields: the English as a regular expression, the Chinese template."""
+
+    regex: re.Pattern
+    fields: tuple[str, ...]
+    msgstr: str
+
+
+def _pattern(msgid: str, msgstr: str) -> _Pattern | None:
+    """The regex of `msgid`'s fields (None when it has none outside math)."""
+    parts, fields, at = [], [], 0
+    for math in [*_MATH.finditer(msgid), None]:
+        end = math.start() if math else len(msgid)
+        for field_ in _FIELD.finditer(msgid, at, end):
+            parts.append(re.escape(msgid[at : field_.start()]))
+            parts.append("(.+?)")
+            fields.append(field_.group(0))
+            at = field_.end()
+        if math:
+            parts.append(re.escape(msgid[at : math.end()]))
+            at = math.end()
+    if not fields:
+        return None
+    parts.append(re.escape(msgid[at:]))
+    return _Pattern(re.compile("".join(parts), re.S), tuple(fields), msgstr)
+
+
+@dataclass(frozen=True)
+class _Catalogue:
+    exact: dict[str, str]  # msgid -> msgstr
+    patterns: tuple[_Pattern, ...]  # the entries with fields
+
+
 @functools.cache
-def _catalog(language: str) -> dict[str, str]:
-    """msgid -> msgstr of `figures.po` for `language` (translated, not fuzzy, entries only)."""
+def _catalog(language: str) -> _Catalogue:
+    """The translated, not fuzzy, entries of `figures.po` for `language`."""
     po = LOCALES / language / "LC_MESSAGES" / "figures.po"
     if not po.is_file():
-        return {}
+        return _Catalogue({}, ())
     import polib
 
-    return {
+    exact = {
         e.msgid: e.msgstr
         for e in polib.pofile(str(po))
         if e.msgstr and not e.fuzzy and not e.obsolete
     }
+    found = (_pattern(msgid, msgstr) for msgid, msgstr in exact.items())
+    return _Catalogue(exact, tuple(p for p in found if p is not None))
 
 
 def label(text: str) -> str:
-    """`text` in the current figure language (unchanged in English or when untranslated)."""
-    if _language == ENGLISH:
+    """`text` in the current figure language (unchanged in English or when untranslated).
+
+    A catalogue entry with fields (`"layer {layer}, head {head}"`, from an f-string) matches the
+    formatted text (`"layer 3, head 7"`); each field's value is translated in turn and put in
+    the Chinese at the place of the same field.
+    """
+    if _language == ENGLISH or not text:
         return text
-    return _catalog(_language).get(text, text)
+    catalogue = _catalog(_language)
+    exact = catalogue.exact.get(text)
+    if exact is not None:
+        return exact
+    for pattern in catalogue.patterns:
+        match = pattern.regex.fullmatch(text)
+        if match:
+            out = pattern.msgstr
+            for name, value in zip(pattern.fields, match.groups()):
+                out = out.replace(name, label(value), 1)
+            return out
+    return text
+
+
+def translate_figure(fig: Figure) -> Figure:
+    """Every word drawn in `fig` through `label()`: titles, axis labels, tick labels, legends,
+    annotations, colour-bar labels (no-op in English). Each plot function of bertcourse.viz
+    returns its figure through this, so a caller's words (a title, a legend's names) are
+    translated as well as the function's own."""
+    if _language == ENGLISH:
+        return fig
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(formatter, FixedFormatter):  # set_xticks(..., labels): drawn later
+                    formatter.seq = [label(str(s)) for s in formatter.seq]
+    for text in fig.findobj(Text):
+        words = text.get_text()
+        translated = label(words)
+        if translated != words:
+            text.set_text(translated)
+    return fig
 
 
 def cjk_font_path() -> Path:

@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
+from bertcourse.viz import lang
 from bertcourse.viz.style import BLUE, CYCLE, GREY, as_array
 
 __all__ = ["plot_mask_matrices", "plot_padding_invariance", "plot_attention_received"]
@@ -45,13 +46,13 @@ def plot_mask_matrices(
         ax.set_yticks(np.arange(-0.5, L), minor=True)
         ax.grid(which="minor", color=GREY, lw=0.4)
         ax.tick_params(which="minor", length=0)
-        ax.set_xlabel("key (attended to)", fontsize=8)
-        ax.set_ylabel("query (attending)", fontsize=8)
+        ax.set_xlabel(lang.label("key (attended to)"), fontsize=8)
+        ax.set_ylabel(lang.label("query (attending)"), fontsize=8)
         ax.set_title(title, fontsize=9)
     if note:
         fig.text(0.5, 0.01, note, ha="center", fontsize=8, color=GREY)
     fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_padding_invariance(
@@ -72,21 +73,21 @@ def plot_padding_invariance(
             raise ValueError(f"{label!r}: {v.shape[0]} values for {x.shape[0]} paddings")
         ax.plot(x, np.maximum(v, floor), "o-", color=color, label=label)
     ax.set_yscale("log")
-    ax.set_xlabel("number of [PAD] tokens appended")
-    ax.set_ylabel("max |change| of real-token outputs")
+    ax.set_xlabel(lang.label("number of [PAD] tokens appended"))
+    ax.set_ylabel(lang.label("max |change| of real-token outputs"))
     ax.axhline(1e-5, color=GREY, ls=":", lw=1)
     ax.annotate(
-        "float32 rounding level",
+        lang.label("float32 rounding level"),
         (x[0], 1e-5),
         xytext=(2, 4),
         textcoords="offset points",
         color=GREY,
         fontsize=8,
     )
-    ax.set_title("Padding invariance", fontsize=10)
+    ax.set_title(lang.label("Padding invariance"), fontsize=10)
     ax.legend(frameon=False, fontsize=9)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_attention_received(
@@ -111,7 +112,7 @@ def plot_attention_received(
     if uniform is not None:
         ax.axhline(uniform, color=GREY, ls=":", lw=1)
         ax.annotate(
-            "uniform 1/L",
+            lang.label("uniform 1/L"),
             (n_layers - 0.5, uniform),
             xytext=(-40, 3),
             textcoords="offset points",
@@ -119,9 +120,9 @@ def plot_attention_received(
             fontsize=8,
         )
     ax.set_xticks(x, [str(i) for i in x])
-    ax.set_xlabel("layer")
-    ax.set_ylabel("mean attention received")
+    ax.set_xlabel(lang.label("layer"))
+    ax.set_ylabel(lang.label("mean attention received"))
     ax.set_title(title, fontsize=10)
     ax.legend(frameon=False, fontsize=9)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from bertcourse.viz import lang
 from bertcourse.viz.style import BLUE, CYCLE, GREEN, GREY, ORANGE, as_array
 
 __all__ = [
@@ -23,7 +24,7 @@ __all__ = [
 ]
 
 _SHARE_COLORS = (BLUE, ORANGE, GREEN)  # [MASK], random, kept
-_SHARE_NAMES = ("[MASK]", "random id", "kept")
+_SHARE_NAMES = ("[MASK]", lang.label("random id"), lang.label("kept"))
 
 
 def plot_count_histograms(panels: Mapping[str, Mapping[str, Sequence[int]]]) -> Figure:
@@ -45,14 +46,14 @@ def plot_count_histograms(panels: Mapping[str, Mapping[str, Sequence[int]]]) -> 
                 share,
                 width,
                 color=color,
-                label=f"{name} (mean {counts.mean():.1f})",
+                label=lang.label(f"{name} (mean {counts.mean():.1f})"),
             )
-        ax.set_xlabel("positions chosen in a sequence")
-        ax.set_ylabel("share of sequences")
+        ax.set_xlabel(lang.label("positions chosen in a sequence"))
+        ax.set_ylabel(lang.label("share of sequences"))
         ax.set_title(title, fontsize=10)
         ax.legend(frameon=False, fontsize=8, loc="upper left")
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_replacement_shares(shares: Mapping[str, Sequence[float]]) -> Figure:
@@ -85,10 +86,10 @@ def plot_replacement_shares(shares: Mapping[str, Sequence[float]]) -> Figure:
     ax.set_yticks(y, names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of the chosen positions")
+    ax.set_xlabel(lang.label("share of the chosen positions"))
     ax.legend(frameon=False, fontsize=8, ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_split_by_count(
@@ -116,13 +117,13 @@ def plot_split_by_count(
         level += r
         ax.axhline(level, color=GREY, ls=":", lw=1)
     ax.set_xticks(n)
-    ax.set_xlabel("number n of chosen tokens in the sequence")
-    ax.set_ylabel("share")
+    ax.set_xlabel(lang.label("number n of chosen tokens in the sequence"))
+    ax.set_ylabel(lang.label("share"))
     ax.set_ylim(0, 1)
     ax.set_title(title, fontsize=10)
     ax.legend(frameon=False, fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_coverage(epochs: Sequence[int], coverage: Mapping[str, Sequence[float]]) -> Figure:
@@ -140,9 +141,9 @@ def plot_coverage(epochs: Sequence[int], coverage: Mapping[str, Sequence[float]]
             raise ValueError(f"{name!r}: {v.shape[0]} values for {x.shape[0]} epochs")
         ax.plot(x, v, "-", color=color, label=name, lw=2)
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("epochs over the same sequences")
-    ax.set_ylabel("share of positions predicted so far")
-    ax.set_title("How many positions ever become a target", fontsize=10)
+    ax.set_xlabel(lang.label("epochs over the same sequences"))
+    ax.set_ylabel(lang.label("share of positions predicted so far"))
+    ax.set_title(lang.label("How many positions ever become a target"), fontsize=10)
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from bertcourse.viz import lang
 from bertcourse.viz.style import BLUE, CYCLE, GREY, ORANGE, as_array
 
 __all__ = ["plot_vocab_size", "plot_parameter_share"]
@@ -42,21 +43,31 @@ def plot_vocab_size(
     _check_lengths(word_sizes, word_unk_rate=word_unk_rate)
     _check_lengths(piece_sizes, piece_unk_rate=piece_unk_rate, pieces_per_word=pieces_per_word)
     fig, (ax_unk, ax_len) = plt.subplots(1, 2, figsize=(9, 3.4))
-    ax_unk.plot(word_sizes, 100 * as_array(word_unk_rate), "o-", color=ORANGE, label="whole words")
-    ax_unk.plot(piece_sizes, 100 * as_array(piece_unk_rate), "s-", color=BLUE, label="WordPiece")
-    ax_unk.set_ylabel("held-out words that become [UNK] (%)")
+    ax_unk.plot(
+        word_sizes,
+        100 * as_array(word_unk_rate),
+        "o-",
+        color=ORANGE,
+        label=lang.label("whole words"),
+    )
+    ax_unk.plot(
+        piece_sizes, 100 * as_array(piece_unk_rate), "s-", color=BLUE, label=lang.label("WordPiece")
+    )
+    ax_unk.set_ylabel(lang.label("held-out words that become [UNK] (%)"))
     ax_unk.set_ylim(bottom=0)
     ax_unk.legend(frameon=False, fontsize=8)
     ax_len.plot(piece_sizes, pieces_per_word, "s-", color=BLUE)
     ax_len.axhline(1.0, color=GREY, lw=0.8, ls="--")
-    ax_len.text(piece_sizes[0], 1.0, " one piece per word", va="bottom", fontsize=8, color=GREY)
-    ax_len.set_ylabel("WordPiece pieces per held-out word")
+    ax_len.text(
+        piece_sizes[0], 1.0, lang.label(" one piece per word"), va="bottom", fontsize=8, color=GREY
+    )
+    ax_len.set_ylabel(lang.label("WordPiece pieces per held-out word"))
     for ax in (ax_unk, ax_len):
         ax.set_xscale("log")
-        ax.set_xlabel("vocabulary size V")
+        ax.set_xlabel(lang.label("vocabulary size V"))
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_parameter_share(
@@ -78,9 +89,9 @@ def plot_parameter_share(
         ax.text(V, 2, f" V={V:,}", rotation=90, va="bottom", fontsize=8, color=GREY)
     ax.set_xscale("log")
     ax.set_ylim(0, 100)
-    ax.set_xlabel("vocabulary size V")
-    ax.set_ylabel("parameters in the embedding table (%)")
+    ax.set_xlabel(lang.label("vocabulary size V"))
+    ax.set_ylabel(lang.label("parameters in the embedding table (%)"))
     ax.legend(frameon=False, fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from bertcourse.viz import lang
 from bertcourse.viz.style import BLUE, CYCLE, GREEN, GREY, HEATMAP, ORANGE, as_array
 
 __all__ = [
@@ -51,7 +52,7 @@ def plot_surprisal(
     labels: Sequence[str] | None = None,
     *,
     annotate: str | None = None,
-    title: str = "Surprisal of each target token",
+    title: str = lang.label("Surprisal of each target token"),
 ) -> Figure:
     """The curve -ln p over p in (0, 1], with the probabilities that models gave real targets.
 
@@ -81,12 +82,12 @@ def plot_surprisal(
                     text, (x, -np.log(x)), textcoords="offset points", xytext=(4, 3), fontsize=7
                 )
     ax.set_xscale("log")
-    ax.set_xlabel("probability of the target, $p_t$ (log scale)")
-    ax.set_ylabel("surprisal $-\\ln p_t$ (nats)")
-    ax.set_title(title + " (dashed: the mean, i.e. the loss)", fontsize=10)
+    ax.set_xlabel(lang.label("probability of the target, $p_t$ (log scale)"))
+    ax.set_ylabel(lang.label("surprisal $-\\ln p_t$ (nats)"))
+    ax.set_title(lang.label(f"{title} (dashed: the mean, i.e. the loss)"), fontsize=10)
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_logit_gradient(
@@ -94,7 +95,7 @@ def plot_logit_gradient(
     autograd: Sequence[float],
     class_names: Sequence[str],
     *,
-    title: str = r"$\partial \ell / \partial z = p - y$ at the largest entries",
+    title: str = lang.label(r"$\partial \ell / \partial z = p - y$ at the largest entries"),
 ) -> Figure:
     """Bars of the closed-form gradient p - y, with autograd's values as markers on top.
 
@@ -108,22 +109,22 @@ def plot_logit_gradient(
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     x = np.arange(len(g))
     colors = [ORANGE if v < 0 else BLUE for v in g]
-    ax.bar(x, g, color=colors, label="closed form $p - y$")
-    ax.scatter(x, a, color="black", marker="_", s=200, zorder=3, label="autograd")
+    ax.bar(x, g, color=colors, label=lang.label("closed form $p - y$"))
+    ax.scatter(x, a, color="black", marker="_", s=200, zorder=3, label=lang.label("autograd"))
     ax.axhline(0, color="black", lw=0.6)
     ax.set_xticks(x, list(class_names), rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("gradient w.r.t. the logit")
+    ax.set_ylabel(lang.label("gradient w.r.t. the logit"))
     ax.set_title(title)
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_gather_costs(
     lengths: Sequence[int],
     costs: Mapping[str, Mapping[str, Sequence[float]]],
     *,
-    title: str = "Project then ignore vs gather then project",
+    title: str = lang.label("Project then ignore vs gather then project"),
 ) -> Figure:
     """Two panels, time and memory, for each strategy across sequence lengths.
 
@@ -138,16 +139,16 @@ def plot_gather_costs(
             y = as_array(c[key])
             _check_same_length(lengths=x, **{key: y})
             ax.plot(x, y, marker="o", color=color, label=name)
-    axes[0].set_ylabel("forward + backward (ms, fastest of 3)")
-    axes[1].set_ylabel("tensors saved for backward (MiB)")
+    axes[0].set_ylabel(lang.label("forward + backward (ms, fastest of 3)"))
+    axes[1].set_ylabel(lang.label("tensors saved for backward (MiB)"))
     for ax in axes:
-        ax.set_xlabel("sequence length L")
+        ax.set_xlabel(lang.label("sequence length L"))
         ax.set_ylim(bottom=0)
         ax.set_xticks(x)
     axes[0].legend(frameon=False, fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 # --- Chapter 5: next-sentence prediction ----------------------------------------------------
@@ -158,7 +159,7 @@ def plot_token_types(
     token_type_ids: Sequence[int],
     *,
     max_tokens: int = 48,
-    title: str = "Token types of one pair",
+    title: str = lang.label("Token types of one pair"),
 ) -> Figure:
     """The tokens of a pair in reading order, coloured by their token type (segment) id.
 
@@ -188,8 +189,12 @@ def plot_token_types(
     ax.set_ylim(-rows + 0.8, 0.9)
     ax.axis("off")
     handles = [
-        plt.Rectangle((0, 0), 1, 1, facecolor=BLUE, alpha=0.35, label="token type 0 (segment A)"),
-        plt.Rectangle((0, 0), 1, 1, facecolor=ORANGE, alpha=0.35, label="token type 1 (segment B)"),
+        plt.Rectangle(
+            (0, 0), 1, 1, facecolor=BLUE, alpha=0.35, label=lang.label("token type 0 (segment A)")
+        ),
+        plt.Rectangle(
+            (0, 0), 1, 1, facecolor=ORANGE, alpha=0.35, label=lang.label("token type 1 (segment B)")
+        ),
     ]
     ax.legend(
         handles=handles,
@@ -201,14 +206,14 @@ def plot_token_types(
     )
     ax.set_title(title, pad=22)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_pair_scores(
     scores: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     *,
-    xlabel: str = "bag-of-words cosine similarity of A and B",
-    names: tuple[str, str] = ("positive (B follows A)", "negative"),
+    xlabel: str = lang.label("bag-of-words cosine similarity of A and B"),
+    names: tuple[str, str] = (lang.label("positive (B follows A)"), lang.label("negative")),
 ) -> Figure:
     """One histogram panel per task: the baseline's score for positive and negative pairs.
 
@@ -226,10 +231,10 @@ def plot_pair_scores(
         ax.set_yscale("log")
         ax.set_title(task)
         ax.set_xlabel(xlabel)
-    axes[0].set_ylabel("pairs (log scale)")
+    axes[0].set_ylabel(lang.label("pairs (log scale)"))
     axes[0].legend(frameon=False, fontsize=8)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_baseline_accuracy(
@@ -237,7 +242,7 @@ def plot_baseline_accuracy(
     *,
     errors: Mapping[str, float] | None = None,
     chance: float = 0.5,
-    title: str = "Held-out accuracy of a classifier that never reads word order",
+    title: str = lang.label("Held-out accuracy of a classifier that never reads word order"),
 ) -> Figure:
     """Horizontal bars of accuracies with a line at chance level.
 
@@ -254,14 +259,14 @@ def plot_baseline_accuracy(
     for i, (yi, a) in enumerate(zip(y, acc)):
         right = a + (0.0 if err is None else err[i])
         ax.text(right + 0.015, yi, f"{a:.1%}", va="center", fontsize=8)
-    ax.axvline(chance, color="black", ls="--", lw=1, label=f"chance ({chance:.0%})")
+    ax.axvline(chance, color="black", ls="--", lw=1, label=lang.label(f"chance ({chance:.0%})"))
     ax.set_yticks(y, names, fontsize=8)
     ax.set_xlim(0, 1.0)
-    ax.set_xlabel("accuracy")
+    ax.set_xlabel(lang.label("accuracy"))
     ax.set_title(title, fontsize=9)
     ax.legend(frameon=False, fontsize=8, loc="upper right", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 # --- Chapter 6: Adam and the schedule -------------------------------------------------------
@@ -271,8 +276,8 @@ def plot_bias_correction(
     steps: Sequence[int],
     curves: Mapping[str, Sequence[float]],
     *,
-    ylabel: str = "update size / learning rate",
-    title: str = "Adam's first steps with and without bias correction",
+    ylabel: str = lang.label("update size / learning rate"),
+    title: str = lang.label("Adam's first steps with and without bias correction"),
     logx: bool = True,
     predicted: Sequence[str] = (),
 ) -> Figure:
@@ -299,12 +304,12 @@ def plot_bias_correction(
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     if logx:
         ax.set_xscale("log")
-    ax.set_xlabel("step $t$" + (" (log scale)" if logx else ""))
+    ax.set_xlabel(lang.label("step $t$ (log scale)") if logx else lang.label("step $t$"))
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_schedules(
@@ -312,7 +317,7 @@ def plot_schedules(
     schedules: Mapping[str, Sequence[float]],
     *,
     warmup_steps: int | None = None,
-    title: str = "Learning-rate multiplier",
+    title: str = lang.label("Learning-rate multiplier"),
 ) -> Figure:
     """Left: each schedule's multiplier. Right: the first minus each other one (if >= 2).
 
@@ -330,7 +335,7 @@ def plot_schedules(
         y = as_array(schedules[name])
         _check_same_length(steps=t, **{name: y})
         axes[0].plot(t, y, color=color, lw=1.6, label=name)
-    axes[0].set_ylabel("multiplier of the peak rate")
+    axes[0].set_ylabel(lang.label("multiplier of the peak rate"))
     axes[0].set_title(title, fontsize=10)
     axes[0].legend(frameon=False, fontsize=8)
     if ncols == 2:
@@ -338,22 +343,22 @@ def plot_schedules(
         for name, color in zip(names[1:], CYCLE[1:]):
             axes[1].plot(t, first - as_array(schedules[name]), color=color, lw=1.6)
         axes[1].axhline(0, color="black", lw=0.6)
-        diff_title = f"{names[0]} minus {' / '.join(names[1:])}"
+        diff_title = lang.label(f"{names[0]} minus {' / '.join(names[1:])}")
         axes[1].set_title(textwrap.fill(diff_title, 48), fontsize=9)
-        axes[1].set_ylabel("difference")
+        axes[1].set_ylabel(lang.label("difference"))
     for ax in axes:
-        ax.set_xlabel("step")
+        ax.set_xlabel(lang.label("step"))
         if warmup_steps is not None:
             ax.axvline(warmup_steps, color=GREY, ls=":", lw=1)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_curves(
     curves: Mapping[str, Sequence[float] | tuple[Sequence[float], Sequence[float]]],
     *,
-    xlabel: str = "step",
-    ylabel: str = "loss",
+    xlabel: str = lang.label("step"),
+    ylabel: str = lang.label("loss"),
     title: str = "",
     hline: tuple[float, str] | None = None,
     logy: bool = False,
@@ -416,7 +421,7 @@ def plot_curves(
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 # --- Chapter 7: the assembled model ---------------------------------------------------------
@@ -425,7 +430,7 @@ def plot_curves(
 def plot_parameter_breakdown(
     counts: Mapping[str, Mapping[str, float]],
     *,
-    title: str = "Where the parameters are",
+    title: str = lang.label("Where the parameters are"),
 ) -> Figure:
     """Stacked horizontal bars: each model's parameters split by component, in millions (left)
     and as shares of the total (right).
@@ -448,7 +453,11 @@ def plot_parameter_breakdown(
             vals = vals / totals if relative else vals / 1e6
             ax.barh(y, vals, left=left, color=color, label=comp)
             left += vals
-        ax.set_xlabel("share of the parameters" if relative else "parameters (millions)")
+        ax.set_xlabel(
+            lang.label("share of the parameters")
+            if relative
+            else lang.label("parameters (millions)")
+        )
     for yi, tot in zip(y, totals):
         axes[0].text(tot / 1e6, yi, f" {tot / 1e6:.1f}M", va="center", fontsize=8)
     axes[0].set_xlim(0, totals.max() / 1e6 * 1.3)
@@ -458,14 +467,14 @@ def plot_parameter_breakdown(
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=8)
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.14, 1, 1))
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_similarity_matrix(
     matrix: Sequence[Sequence[float]],
     labels: Sequence[str],
     *,
-    title: str = "Cosine similarity of sentence embeddings",
+    title: str = lang.label("Cosine similarity of sentence embeddings"),
 ) -> Figure:
     """A heatmap of an (N, N) matrix with the values written in the cells.
 
@@ -495,13 +504,13 @@ def plot_similarity_matrix(
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_fill_mask(
     predictions: Mapping[str, Sequence[tuple[str, float]]],
     *,
-    title: str = "Top predictions at [MASK]",
+    title: str = lang.label("Top predictions at [MASK]"),
 ) -> Figure:
     """One panel per sentence: the top-k tokens and their probabilities as horizontal bars.
 
@@ -517,11 +526,11 @@ def plot_fill_mask(
         ax.barh(np.arange(len(toks)), probs, color=BLUE)
         ax.set_yticks(np.arange(len(toks)), toks, fontsize=8)
         ax.set_xlim(0, max(1e-9, probs.max()) * 1.15)
-        ax.set_xlabel("probability")
+        ax.set_xlabel(lang.label("probability"))
         ax.set_title(textwrap.fill(sentence, 40), fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 # --- The pretraining command's report -------------------------------------------------------
@@ -539,27 +548,43 @@ def plot_pretraining_curves(report: Mapping) -> Figure:
     s, es = [r["step"] for r in train], [r["step"] for r in ev]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     ax = axes[0]
-    ax.plot(s, [r["mlm_loss"] for r in train], label="MLM train", color=BLUE, alpha=0.7)
-    ax.plot(es, [r["mlm_loss"] for r in ev], "o-", label="MLM held-out", color=BLUE)
-    ax.plot(s, [r["nsp_loss"] for r in train], label="NSP train", color=ORANGE, alpha=0.7)
-    ax.plot(es, [r["nsp_loss"] for r in ev], "o-", label="NSP held-out", color=ORANGE)
-    ax.axhline(base["mlm_loss"], ls="--", color=GREY, label="unigram MLM loss")
-    ax.set(xlabel="step", ylabel="cross-entropy (nats)", title="Losses")
+    ax.plot(s, [r["mlm_loss"] for r in train], label=lang.label("MLM train"), color=BLUE, alpha=0.7)
+    ax.plot(es, [r["mlm_loss"] for r in ev], "o-", label=lang.label("MLM held-out"), color=BLUE)
+    ax.plot(
+        s, [r["nsp_loss"] for r in train], label=lang.label("NSP train"), color=ORANGE, alpha=0.7
+    )
+    ax.plot(es, [r["nsp_loss"] for r in ev], "o-", label=lang.label("NSP held-out"), color=ORANGE)
+    ax.axhline(base["mlm_loss"], ls="--", color=GREY, label=lang.label("unigram MLM loss"))
+    ax.set(
+        xlabel=lang.label("step"),
+        ylabel=lang.label("cross-entropy (nats)"),
+        title=lang.label("Losses"),
+    )
     ax = axes[1]
-    ax.plot(s, [r["mlm_acc"] for r in train], label="train", color=BLUE, alpha=0.7)
-    ax.plot(es, [r["mlm_acc"] for r in ev], "o-", label="held-out", color=BLUE)
-    ax.plot(es, [r["mlm_acc_at_mask"] for r in ev], "s:", label="held-out, [MASK] only", color=GREEN)  # fmt: skip
-    ax.axhline(base["mlm_acc"], ls="--", color=GREY, label="unigram baseline")
-    ax.set(xlabel="step", ylabel="accuracy", title="MLM accuracy", ylim=(0, None))
+    ax.plot(s, [r["mlm_acc"] for r in train], label=lang.label("train"), color=BLUE, alpha=0.7)
+    ax.plot(es, [r["mlm_acc"] for r in ev], "o-", label=lang.label("held-out"), color=BLUE)
+    ax.plot(es, [r["mlm_acc_at_mask"] for r in ev], "s:", label=lang.label("held-out, [MASK] only"), color=GREEN)  # fmt: skip
+    ax.axhline(base["mlm_acc"], ls="--", color=GREY, label=lang.label("unigram baseline"))
+    ax.set(
+        xlabel=lang.label("step"),
+        ylabel=lang.label("accuracy"),
+        title=lang.label("MLM accuracy"),
+        ylim=(0, None),
+    )
     ax = axes[2]
-    ax.plot(s, [r["nsp_acc"] for r in train], label="train", color=ORANGE, alpha=0.7)
-    ax.plot(es, [r["nsp_acc"] for r in ev], "o-", label="held-out", color=ORANGE)
-    ax.axhline(0.5, ls="--", color=GREY, label="chance")
-    ax.set(xlabel="step", ylabel="accuracy", title="NSP accuracy", ylim=(0, 1))
+    ax.plot(s, [r["nsp_acc"] for r in train], label=lang.label("train"), color=ORANGE, alpha=0.7)
+    ax.plot(es, [r["nsp_acc"] for r in ev], "o-", label=lang.label("held-out"), color=ORANGE)
+    ax.axhline(0.5, ls="--", color=GREY, label=lang.label("chance"))
+    ax.set(
+        xlabel=lang.label("step"),
+        ylabel=lang.label("accuracy"),
+        title=lang.label("NSP accuracy"),
+        ylim=(0, 1),
+    )
     for ax in axes:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_lr_schedule(report: Mapping) -> Figure:
@@ -567,9 +592,13 @@ def plot_lr_schedule(report: Mapping) -> Figure:
     train = report["history"]["train"]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot([r["step"] for r in train], [r["lr"] for r in train], color=BLUE)
-    ax.set(xlabel="step", ylabel="learning rate", title=f"Schedule: {report['config']['schedule']}")
+    ax.set(
+        xlabel=lang.label("step"),
+        ylabel=lang.label("learning rate"),
+        title=lang.label(f"Schedule: {report['config']['schedule']}"),
+    )
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 # --- Appendix: making BERT fast on a CPU ------------------------------------------------------
@@ -580,7 +609,7 @@ def plot_speed_ladder(
     tokens_per_s: Sequence[float],
     mfu: Sequence[float],
     *,
-    title: str = "The speed ladder",
+    title: str = lang.label("The speed ladder"),
 ) -> Figure:
     """Two panels of horizontal bars, one bar per rung (top = first): training tokens per
     second, and model FLOPs utilisation (share of the measured matmul peak).
@@ -595,9 +624,9 @@ def plot_speed_ladder(
     y = np.arange(len(names))[::-1]
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 0.45 * len(names) + 1.4), sharey=True)
     axes[0].barh(y, t, color=BLUE)
-    axes[0].set_xlabel("training tokens per second")
+    axes[0].set_xlabel(lang.label("training tokens per second"))
     axes[1].barh(y, 100 * u, color=ORANGE)
-    axes[1].set_xlabel("MFU (% of the measured fp32 matmul peak)")
+    axes[1].set_xlabel(lang.label("MFU (% of the measured fp32 matmul peak)"))
     for ax, values, fmt in ((axes[0], t, "{:,.0f}"), (axes[1], 100 * u, "{:.1f}%")):
         for yi, v in zip(y, values):
             ax.text(v, yi, " " + fmt.format(v), va="center", fontsize=8)
@@ -605,4 +634,4 @@ def plot_speed_ladder(
     axes[0].set_yticks(y, list(names))
     fig.suptitle(title)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)

@@ -45,7 +45,7 @@ def plot_vocabulary_unk(
     ax.set_ylabel(lang.label("held-out tokens that are [UNK] (%)"))
     ax.legend(frameon=False, fontsize=9)
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
 
 
 def plot_word_coverage(
@@ -88,4 +88,4 @@ def plot_word_coverage(
     right.set_xlim(0, 115)
     right.set_xlabel(lang.label("targets whose whole gold word is chosen (%)"))
     fig.tight_layout()
-    return fig
+    return lang.translate_figure(fig)
