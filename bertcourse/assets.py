@@ -89,6 +89,12 @@ def cache_key(*parts: object) -> str:
     return h.hexdigest()[:16]
 
 
+def file_digest(path: Path) -> str:
+    """SHA-256 (hex) of a file's bytes: what caches built from the file are keyed on."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def write_atomic(path: Path, write) -> None:
     """``write(tmp)`` to a temporary name beside ``path``, then rename it to ``path``:
     processes that share the cache (DDP ranks) never read half a file."""

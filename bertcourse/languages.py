@@ -13,8 +13,7 @@ builds its :class:`Language` and calls :func:`register_language` when imported, 
 
 from __future__ import annotations
 
-import sys
-import sysconfig
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +34,8 @@ class Language:
             documents on every machine).
         corpus_name: what reports call the corpus (``"stdlib"``).
         corpus_version: bumped when the corpus rules change (keys the caches).
-        corpus_source: ``() -> object`` whose ``repr`` identifies the corpus's input (keys the
-            tokenized-corpus cache).
+        corpus_digest: ``() -> str``, the SHA-256 of the bytes the documents are built from
+            (keys the caches of what is built from them: vocabularies, tokenized corpora).
         pretrained_vocab: ``() -> Path`` of the ``vocab.txt`` that the tokenizer name
             ``"bert"`` loads (a published model's vocabulary), or None if there is none.
         lowercase: the normalizer lowercases and strips accents (uncased vocabularies).
@@ -54,7 +53,7 @@ class Language:
     documents: Callable[[], list[Document]]
     corpus_name: str
     corpus_version: int
-    corpus_source: Callable[[], object]
+    corpus_digest: Callable[[], str]
     pretrained_vocab: Callable[[], Path] | None = None
     lowercase: bool = True
     default_tokenizer: str = "wordpiece-8192"
@@ -63,8 +62,9 @@ class Language:
     recipe: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _stdlib_source() -> tuple[str, str, str]:
-    return ("stdlib", sys.version, sysconfig.get_paths()["stdlib"])
+@functools.cache  # package data: it does not change while the process runs
+def _stdlib_digest() -> str:
+    return assets.file_digest(corpus.SHIPPED)  # the shipped extraction: the same on every Python
 
 
 ENGLISH = Language(
@@ -73,7 +73,7 @@ ENGLISH = Language(
     documents=corpus.stdlib_corpus,
     corpus_name="stdlib",
     corpus_version=corpus.CORPUS_VERSION,
-    corpus_source=_stdlib_source,
+    corpus_digest=_stdlib_digest,
     pretrained_vocab=assets.bert_vocab_path,
 )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,7 +94,7 @@ class TokenizedCorpus:
             arrays["word_starts"] = np.array(
                 [b for d in self.word_starts for s in d for b in s], dtype=np.int8
             )
-        assets.write_atomic(Path(path), lambda tmp: np.savez(tmp, **arrays))
+        assets.write_atomic(Path(path), lambda tmp: _write_npz(tmp, arrays))
 
     @classmethod
     def load(cls, path: str | Path) -> TokenizedCorpus:
@@ -116,6 +117,16 @@ class TokenizedCorpus:
                    starts)  # fmt: skip
 
 
+def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """``np.savez``'s format with a fixed timestamp in the zip headers (``np.savez`` writes the
+    time of writing), so the same corpus gives the same bytes on every machine and run."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for name, value in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with z.open(info, "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(value), allow_pickle=False)
+
+
 def tokenize_documents(documents: Sequence[Document], tokenizer: Tokenizer) -> TokenizedCorpus:
     """Tokenize every sentence (batched, in Rust) into a :class:`TokenizedCorpus`."""
     flat = [s for d in documents for s in d.sentences]
@@ -135,12 +146,17 @@ def _word_starts(offsets: Sequence[tuple[int, int]]) -> list[int]:
     return [int(i == 0 or offsets[i][0] > offsets[i - 1][1]) for i in range(len(offsets))]
 
 
-def _text_file_sources(text_files: Sequence[str | Path]) -> list[tuple[str, int, int]]:
-    """Path, size and mtime of every file of ``text_files`` (they key the cache)."""
-    files = sorted(
-        q for t in text_files for q in (Path(t).rglob("*.txt") if Path(t).is_dir() else [Path(t)])
-    )
-    return [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+def _text_files_digest(text_files: Sequence[str | Path]) -> str:
+    """SHA-256 over the names (relative to what was given) and bytes of every file of
+    ``text_files``, in sorted order: the same text gives the same key wherever it lies."""
+    h = hashlib.sha256()
+    for given in map(Path, text_files):
+        files = sorted(given.rglob("*.txt")) if given.is_dir() else [given]
+        for file in files:
+            h.update(str(file.relative_to(given) if given.is_dir() else file.name).encode())
+            h.update(b"\0")
+            h.update(assets.file_digest(file.resolve()).encode())
+    return h.hexdigest()
 
 
 def load_corpus(
@@ -157,19 +173,20 @@ def load_corpus(
         tokenizer: ``"bert"`` or ``"wordpiece-N"`` (see :func:`bertcourse.vocab.load_tokenizer`).
         lang: the language (:mod:`bertcourse.languages`): its documents, its vocabularies.
         text_files: your own files/folders instead of the language's corpus
-            (see :func:`bertcourse.corpus.load_text_files`); their paths, sizes and mtimes
-            key the cache.
+            (see :func:`bertcourse.corpus.load_text_files`); their names and bytes key the
+            cache.
         documents: ``"file"`` or ``"block"``, for ``text_files``.
         cache_dir: where to cache (default :func:`bertcourse.assets.cache_dir`).
 
-    The cache key covers the corpus rules' version, the corpus's source (for English: the
-    Python version and stdlib path), the tokenizer's vocabulary, and the source of the code
-    that extracts and tokenizes, so a change to any of them rebuilds.
+    The cache key covers the corpus rules' version, the bytes the documents are built from
+    (:attr:`Language.corpus_digest`, or the text files'), the tokenizer's vocabulary, and the
+    source of the code that extracts and tokenizes, so a change to any of them rebuilds, and
+    the file is the same, byte for byte, on every machine.
     """
     language = get_language(lang)
     cache = assets.cache_dir(cache_dir)
     tok = fast_tokenizer(tokenizer, lang=language, cache_dir=cache)
-    sources = _text_file_sources(text_files) if text_files else language.corpus_source()
+    sources = _text_files_digest(text_files) if text_files else language.corpus_digest()
     vocab_hash = hashlib.sha256(tok.to_str().encode("utf-8")).hexdigest()
     version = (language.code, language.corpus_version)
     key = assets.cache_key(version, sources, documents, vocab_hash, _source_hash())

