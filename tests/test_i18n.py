@@ -452,3 +452,23 @@ def test_the_chinese_svgs_are_the_catalogues_translation() -> None:
         assert chinese == [table.get(w, w) for w in english]
         untranslated = [w for w in english if w not in table and i18n._HAS_WORDS.search(w)]
         assert not untranslated, f"{svg.name}: words without a translation: {untranslated}"
+
+
+def test_the_theme_words_the_book_adds_are_in_chinese() -> None:
+    """The footer of _config.yml and every prompt myst-nb writes over a hidden cell have a
+    translation in sphinx.po (bertcourse/viz/i18n_ext.py applies them; test_zh_site.py sees them
+    on the built pages)."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    footer = config["html"]["extra_footer"]  # jupyter-book puts it in html_theme_options
+    from myst_nb.core.config import NbParserConfig
+
+    prompts = [
+        getattr(NbParserConfig(), f"code_prompt_{what}").replace("{type}", kind)
+        for what in ("show", "hide")
+        for kind in ("content", "source", "output", "outputs")  # myst_nb.sphinx_.HideInputCells
+    ]
+    po = {e.msgid: e.msgstr for e in polib.pofile(str(i18n.CATALOGS / "sphinx.po")) if e.msgstr}
+    for message in [footer, *prompts]:
+        assert i18n._CJK.search(po.get(message, "")), f"sphinx.po: no Chinese for {message!r}"

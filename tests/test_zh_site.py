@@ -58,5 +58,15 @@ def test_the_chinese_site_builds_and_renders() -> None:
         depth = page.count("/") + 1  # zh/<page>.html -> ../<page>.html, one level per folder
         english = "../" * depth + f"{page}.html"
         assert f'href="{english}"' in text, f"{page}: no link to {english}"
+        # the theme's words that the book adds: the footer, the prompts of hidden cells
+        assert "Built offline" not in text and "离线构建" in text, f"{page}: English footer"
+        assert "Show code cell" not in text, f"{page}: an English prompt of a hidden cell"
+    hidden = [
+        p for p in _toc_pages() if "显示代码单元" in (ZH_SITE / f"{p}.html").read_text("utf-8")
+    ]
+    assert hidden, "no Chinese page shows a hidden cell's prompt in Chinese"
+    # the intro's architecture figure is its Chinese copy (Sphinx's figure_language_filename)
+    intro = (ZH_SITE / "book" / "intro.html").read_text(encoding="utf-8")
+    assert "bert_architecture.zh_CN.svg" in intro
     problems = check_site.browser_check(ZH_SITE, SCREENSHOTS)
     assert problems == [], "\n".join(problems)

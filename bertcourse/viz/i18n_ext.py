@@ -24,7 +24,9 @@ bertcourse or torch. It does five things, in both editions unless said otherwise
 5. The theme's own words: `locales/<lang>/LC_MESSAGES/sphinx.po` overrides Sphinx's and
    pydata-sphinx-theme's messages (Sphinx reads `locale_dirs` first), and `booktheme.po` there
    overrides sphinx-book-theme's (its zh_CN catalogue uses some Taiwanese wording); this
-   extension compiles it and puts it in front of the theme's own.
+   extension compiles it and puts it in front of the theme's own. `sphinx.po` also holds the
+   words the book itself gives the theme (`extra_footer` in `_config.yml`) and myst-nb's prompts
+   of hidden cells ("Show code cell source"), which this extension translates from it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.locale import init as init_locale
 from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.i18n import docname_to_domain
 
@@ -194,6 +197,9 @@ def _localise_config(app: Sphinx, config: Config) -> None:
     search = config.bertcourse_i18n_search_text.get(lang)
     if search:
         config.html_theme_options["search_bar_text"] = search
+    footer = config.html_theme_options.get("extra_footer")
+    if footer:  # _config.yml's words: translated in locales/<lang>/LC_MESSAGES/sphinx.po
+        config.html_theme_options["extra_footer"] = _theme_words(footer)
     if lang.startswith("zh"):
         glossary = Path(app.srcdir) / GLOSSARY_PAGE
         if glossary.is_file() and "dict" not in config.html_search_options:
@@ -218,6 +224,32 @@ def _jieba_cache_in(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     jieba.dt.tmp_dir = str(folder)
     jieba.setLogLevel(30)  # logging.WARNING (this module's `logging` is Sphinx's)
+
+
+def _theme_words(message: str) -> str:
+    """`message` translated by the Sphinx catalogue (ours, locales/<lang>/sphinx.po, first)."""
+    from sphinx.locale import get_translation
+
+    return str(get_translation("sphinx")(message))
+
+
+class TranslateCellPrompts(SphinxPostTransform):
+    """ "Show code cell source" and the other prompts of hidden cells, in the edition's language.
+
+    myst-nb's HideInputCells (post-transform 199) writes them from `nb_code_prompt_show/hide`
+    with "{type}" replaced by an English word (source, outputs, content); each whole prompt is
+    translated here by the Sphinx catalogue (locales/<lang>/LC_MESSAGES/sphinx.po)."""
+
+    default_priority = 200
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        if language_of(self.config) == SOURCE_LANGUAGE:
+            return
+        for node in self.document.findall(nodes.Element):
+            for key in ("prompt_show", "prompt_hide"):
+                if isinstance(node.get(key), str):
+                    node[key] = _theme_words(node[key])
 
 
 # --- figures in the edition's language -------------------------------------------------------
@@ -296,6 +328,7 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("bertcourse_i18n_search_text", {"zh_CN": "在本书中搜索……"}, "html", [dict])
     app.add_transform(KeepUntranslated)
     app.add_transform(TranslateTocCaptions)
+    app.add_post_transform(TranslateCellPrompts)
     app.connect("config-inited", _localise_config, priority=450)
     app.connect("config-inited", _add_switch_template, priority=450)
     app.connect("html-page-context", _switch_context)
