@@ -390,8 +390,13 @@ def test_dynamic_whole_word_masking_equals_transformers_where_it_finds_the_words
 def test_transformers_offsets_see_one_word_in_a_chinese_sentence(vocab_file):
     from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
 
-    tokenizer = BertTokenizerFast(vocab_file=vocab_file, do_lower_case=True)
+    # transformers 5's keyword is `vocab`: `vocab_file=` is swallowed by **kwargs and leaves a
+    # 5-entry tokenizer that reads every character as [UNK]
+    tokenizer = BertTokenizerFast(vocab=vocab_file, do_lower_case=True)
+    with open(vocab_file, encoding="utf-8") as f:
+        assert len(tokenizer) == sum(1 for _ in f) > 3000
     text = "被告被判有罪，法院宣布。"
+    assert tokenizer.unk_token_id not in tokenizer(text)["input_ids"]
     batch = tokenizer(
         [text], return_offsets_mapping=True, return_special_tokens_mask=True, return_tensors="pt"
     )
