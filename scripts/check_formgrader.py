@@ -200,9 +200,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-# nbgrader 0.9.6's instructor tools (scripts/install_helpers.py turns them off for learners)
-INSTRUCTOR_SERVER_EXTENSIONS = ("formgrader", "course_list")
-INSTRUCTOR_LAB_PLUGINS = ("formgrader", "create-assignment", "course-list")
+def _install_helpers():
+    """scripts/install_helpers.py: the nbgrader parts it turns off for learners."""
+    spec = importlib.util.spec_from_file_location(
+        "install_helpers", ROOT / "scripts" / "install_helpers.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 def write_lab_config(state: Path, *, instructor: bool) -> dict[str, str]:
@@ -233,12 +239,13 @@ def write_lab_config(state: Path, *, instructor: bool) -> dict[str, str]:
     )
     # what `jupyter server extension enable|disable --user` and `jupyter labextension
     # enable|disable --level=user` write
-    server = {f"nbgrader.server_extensions.{n}": instructor for n in INSTRUCTOR_SERVER_EXTENSIONS}
+    helpers = _install_helpers()
+    server = dict.fromkeys(helpers.LEARNER_OFF_SERVER_EXTENSIONS, instructor)
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": server}})
     )
     (config / "labconfig").mkdir(exist_ok=True)
-    disabled = {f"@jupyter/nbgrader:{n}": not instructor for n in INSTRUCTOR_LAB_PLUGINS}
+    disabled = dict.fromkeys(helpers.LEARNER_OFF_LAB_PLUGINS, not instructor)
     (config / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": disabled, "lockedExtensions": {}})
     )
@@ -259,12 +266,17 @@ def jupyter_lab(
     course: Path, state: Path, *, instructor: bool = True, timeout: float = 60
 ) -> Iterator[Lab]:
     """JupyterLab serving `course`, with folders of its own under `state` (write_lab_config):
-    an instructor's (the formgrader on) or a learner's (only the Validate button and the
-    assignment list of nbgrader)."""
+    an instructor's (nbgrader's tools on) or a learner's (only nbgrader's Validate button)."""
     lab_env = write_lab_config(state, instructor=instructor)
+    with serve_lab(course, environment(**lab_env), state / "jupyter.log", timeout) as lab:
+        yield lab
+
+
+@contextmanager
+def serve_lab(course: Path, env: dict[str, str], log: Path, timeout: float = 60) -> Iterator[Lab]:
+    """This Python's JupyterLab serving `course` with exactly the environment `env`, on a free
+    port with a random token, its output in `log`; stopped on leaving."""
     port, token = _free_port(), secrets.token_hex(16)
-    env = environment(**lab_env)
-    log = state / "jupyter.log"
     cmd = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",

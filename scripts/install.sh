@@ -15,9 +15,9 @@
 # unless pip's configuration already offers it (a local wheel folder) or --cuda asks for PyPI's
 # CUDA build (about 5.9 GB); when that index cannot be reached, PyPI's build with a warning that
 # says how to switch later (scripts/install_helpers.py decides; its tests feed it every case).
-# JupyterLab: nbgrader's formgrader, course list and "Create Assignment" are off in a new
-# environment (the student's Validate button and assignment list stay); --instructor turns them
-# on, and a choice once made is kept.
+# JupyterLab: nbgrader's formgrader, course list, "Create Assignment" and Assignment List (no
+# exchange here) are off in a new environment, the student's Validate button stays, JupyterLab's
+# news pop-up is off; --instructor turns nbgrader's on, and a choice once made is kept.
 #
 # Which environment: the active virtualenv ($VIRTUAL_ENV) or conda environment ($CONDA_PREFIX)
 # when there is one, otherwise the project's own .venv, made with `python3 -m venv`
@@ -315,7 +315,8 @@ bertcourse_install() {
   # 4. MathJax for the offline website, from the PyPI package django-static-mathjax
   bash scripts/install_mathjax.sh || return 1
 
-  # 5. a learner's JupyterLab: nbgrader's instructor tools off (unless chosen otherwise)
+  # 5. a learner's JupyterLab: nbgrader's instructor and exchange tools off (unless chosen
+  # otherwise), no news pop-up
   local roles
   roles="$("$BERTCOURSE_PYTHON" scripts/install_helpers.py lab-roles "$env_dir" ${lab[@]+"${lab[@]}"})" \
     || { _bertcourse_fail "scripts/install_helpers.py lab-roles failed (see above)"; return 1; }

@@ -12,12 +12,15 @@
    switch later. `local_cpu_torch` reads pip's configuration (`pip config list`, PIP_* variables
    included) and `cpu_index_reachable` asks the index for its torch page (nothing is downloaded).
 2. A learner's JupyterLab. nbgrader installs its instructor tools (the formgrader, the course
-   list, "Create Assignment") into every JupyterLab of the environment. `lab_roles` turns them off
-   at the environment's (sys-prefix) level, writing what `jupyter server extension disable
-   --sys-prefix` and `jupyter labextension disable --level=sys_prefix` write (those commands take
-   about 25 s each: they import every server extension), and keeps the student's Validate button
-   and assignment list. A choice already made (by `--instructor`, `--learner` or the jupyter
-   commands) is kept: with neither option only an environment that never chose is changed.
+   list, "Create Assignment") and its exchange's Assignment List into every JupyterLab of the
+   environment. `lab_roles` turns them off at the environment's (sys-prefix) level, with the
+   Nbgrader menu they fill, writing what `jupyter server extension disable --sys-prefix` and
+   `jupyter labextension disable --level=sys_prefix` write (those commands take about 25 s each:
+   they import every server extension), and keeps the student's Validate button. A choice
+   already made (by `--instructor`, `--learner` or the jupyter commands) is kept: with neither
+   option an environment with an instructor's tool on is left alone, and in any other only the
+   parts that never chose are turned off. JupyterLab's "Jupyter news" pop-up is turned off in
+   the environment's settings overrides (a user's own setting still wins).
 
 Standard library only: it runs before requirements.txt is installed.
 """
@@ -41,8 +44,7 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 SIZE_CPU = "about 2.3 GB"  # du -sh .venv with torch 2.13.0+cpu and every pin of requirements.txt
 SIZE_CUDA = "about 5.9 GB"  # issue 21: torch 2.13.0 from PyPI, 15 nvidia-* packages and triton
 
-# nbgrader 0.9.6 (docs/source/user_guide/installation.rst): the instructor's tools. The
-# student's validate_assignment and assignment_list stay on.
+# nbgrader 0.9.6 (docs/source/user_guide/installation.rst): the instructor's tools.
 INSTRUCTOR_SERVER_EXTENSIONS = (
     "nbgrader.server_extensions.formgrader",
     "nbgrader.server_extensions.course_list",
@@ -52,6 +54,20 @@ INSTRUCTOR_LAB_PLUGINS = (
     "@jupyter/nbgrader:create-assignment",
     "@jupyter/nbgrader:course-list",
 )
+# The Assignment List fetches and submits through an exchange folder that a class's JupyterHub
+# shares (/srv/nbgrader/exchange). A learner with this repository works in its exercises/ folder
+# and hands in through a learning platform (book/exercises.md), so there is no exchange: the list
+# could only show "Error fetching courses!". With it goes the Nbgrader menu, which would be
+# empty (its items are the Assignment List, the course list and the formgrader). The student's
+# Validate button (validate_assignment, a notebook toolbar button) stays on.
+EXCHANGE_SERVER_EXTENSIONS = ("nbgrader.server_extensions.assignment_list",)
+EXCHANGE_LAB_PLUGINS = ("@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:menu")
+LEARNER_OFF_SERVER_EXTENSIONS = INSTRUCTOR_SERVER_EXTENSIONS + EXCHANGE_SERVER_EXTENSIONS
+LEARNER_OFF_LAB_PLUGINS = INSTRUCTOR_LAB_PLUGINS + EXCHANGE_LAB_PLUGINS
+# JupyterLab 4's "Would you like to get notified about official Jupyter news?" pop-up covers a
+# new profile's notebook (and "Always" would fetch from the web): "false" is its "Never"
+NEWS_PLUGIN = "@jupyterlab/apputils-extension:notification"
+NEWS_SETTINGS = {"fetchNews": "false"}
 INSTRUCTOR_COMMAND = "bash scripts/install.sh --instructor"
 
 
@@ -168,36 +184,64 @@ def _page_config(prefix: Path) -> Path:
     return prefix / "etc" / "jupyter" / "labconfig" / "page_config.json"
 
 
-def instructor_tools(prefix: Path) -> dict[str, bool | None]:
-    """Each instructor extension/plugin -> True (on), False (off) or None (never chosen)."""
-    state: dict[str, bool | None] = {}
-    for name in INSTRUCTOR_SERVER_EXTENSIONS:
-        path = _server_file(prefix, name)
-        data = json.loads(path.read_text()) if path.is_file() else {}
-        state[name] = data.get("ServerApp", {}).get("jpserver_extensions", {}).get(name)
-    page = _page_config(prefix)
-    disabled = json.loads(page.read_text()).get("disabledExtensions", {}) if page.is_file() else {}
+def _overrides(prefix: Path) -> Path:
+    # the environment's JupyterLab settings defaults: jupyterlab_server reads
+    # {app_settings_dir}/overrides.json, and app_settings_dir is {sys.prefix}/share/jupyter/lab/settings
+    return prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+
+
+def _read_json(path: Path) -> dict:
+    """The JSON object in `path` ({} when there is no such file); a clear error otherwise."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise SystemExit(
+            f"{path} is not JSON ({err}): repair or remove it, then run this again"
+        ) from None
+    if not isinstance(data, dict):
+        raise SystemExit(
+            f"{path} holds a {type(data).__name__}, not a JSON object: repair or remove it"
+        )
+    return data
+
+
+def _disabled(config: dict) -> dict[str, bool]:
+    disabled = config.get("disabledExtensions", {})
     if isinstance(disabled, list):  # jupyterlab_server < 2.10 wrote a list
         disabled = dict.fromkeys(disabled, True)
-    for name in INSTRUCTOR_LAB_PLUGINS:
+    return disabled
+
+
+def nbgrader_tools(prefix: Path) -> dict[str, bool | None]:
+    """Each extension/plugin a learner's JupyterLab turns off -> True (on), False (off) or None
+    (never chosen)."""
+    state: dict[str, bool | None] = {}
+    for name in LEARNER_OFF_SERVER_EXTENSIONS:
+        data = _read_json(_server_file(prefix, name))
+        state[name] = data.get("ServerApp", {}).get("jpserver_extensions", {}).get(name)
+    disabled = _disabled(_read_json(_page_config(prefix)))
+    for name in LEARNER_OFF_LAB_PLUGINS:
         state[name] = None if name not in disabled else not disabled[name]
     return state
 
 
-def set_instructor_tools(prefix: Path, on: bool) -> None:
-    """Turn the instructor's extensions on or off for the environment at `prefix`."""
-    for name in INSTRUCTOR_SERVER_EXTENSIONS:
+def set_nbgrader_tools(prefix: Path, on: bool, *, only_unset: bool = False) -> None:
+    """Turn the instructor's and the exchange's extensions on or off for the environment at
+    `prefix`; with only_unset, those that never chose."""
+    state = nbgrader_tools(prefix)
+    change = [name for name, value in state.items() if not (only_unset and value is not None)]
+    for name in set(change) & set(LEARNER_OFF_SERVER_EXTENSIONS):
         path = _server_file(prefix, name)
         path.parent.mkdir(parents=True, exist_ok=True)
         config = {"ServerApp": {"jpserver_extensions": {name: on}}}
         path.write_text(json.dumps(config, indent=2) + "\n")
     page = _page_config(prefix)
     page.parent.mkdir(parents=True, exist_ok=True)
-    config = json.loads(page.read_text()) if page.is_file() else {}
-    disabled = config.get("disabledExtensions", {})
-    if isinstance(disabled, list):
-        disabled = dict.fromkeys(disabled, True)
-    disabled.update(dict.fromkeys(INSTRUCTOR_LAB_PLUGINS, not on))
+    config = _read_json(page)
+    disabled = _disabled(config)
+    disabled.update({name: not on for name in LEARNER_OFF_LAB_PLUGINS if name in change})
     config["disabledExtensions"] = disabled
     # present (even empty), so that JupyterLab >= 4.1 does not copy every disabled plugin into
     # it ("locked": a plugin an instructor could then not turn on again)
@@ -205,27 +249,44 @@ def set_instructor_tools(prefix: Path, on: bool) -> None:
     page.write_text(json.dumps(config, indent=2) + "\n")
 
 
+def news_off(prefix: Path) -> None:
+    """No "Jupyter news" pop-up: NEWS_SETTINGS in the environment's overrides.json, unless it
+    already says otherwise (the overrides are defaults: a user's own settings still win)."""
+    path = _overrides(prefix)
+    overrides = _read_json(path)
+    plugin = overrides.setdefault(NEWS_PLUGIN, {})
+    if NEWS_SETTINGS.keys() <= plugin.keys():
+        return
+    for key, value in NEWS_SETTINGS.items():
+        plugin.setdefault(key, value)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(overrides, indent=2) + "\n")
+
+
 def lab_roles(prefix: Path, choice: str | None) -> str:
-    """Apply `choice` ("learner", "instructor") or, with None, the learner's default when the
-    environment never chose. Returns the line install.sh prints."""
-    state = instructor_tools(prefix)
+    """Apply `choice` ("learner", "instructor") or, with None, keep an instructor's environment
+    and give any other the learner's parts it never chose. Returns the line install.sh prints."""
+    news_off(prefix)
     if choice is None:
-        if any(v is not None for v in state.values()):
-            on = [k for k, v in state.items() if v]
-            if on:
-                return f"JupyterLab: the instructor's nbgrader tools are on ({len(on)} parts)"
-            return "JupyterLab: the learner's (nbgrader's instructor tools off, as chosen before)"
-        choice = "learner"
-    set_instructor_tools(prefix, on=choice == "instructor")
+        state = nbgrader_tools(prefix)
+        on = [k for k in INSTRUCTOR_SERVER_EXTENSIONS + INSTRUCTOR_LAB_PLUGINS if state[k]]
+        if on:
+            return f"JupyterLab: the instructor's nbgrader tools are on ({len(on)} parts)"
+        set_nbgrader_tools(prefix, on=False, only_unset=True)
+    else:
+        set_nbgrader_tools(prefix, on=choice == "instructor")
     if choice == "instructor":
         return (
             "JupyterLab: the instructor's nbgrader tools are on (formgrader, course list, "
-            "Create Assignment); `bash scripts/install.sh --learner` turns them off"
+            "Create Assignment, the Assignment List); `bash scripts/install.sh --learner` turns "
+            "them off"
         )
+    kept = [name for name, value in nbgrader_tools(prefix).items() if value]
     return (
-        "JupyterLab: the learner's: nbgrader's Validate button and assignment list; the "
-        f"instructor's tools (formgrader, course list, Create Assignment) are off: {INSTRUCTOR_COMMAND}"
-        " turns them on"
+        "JupyterLab: the learner's: nbgrader's Validate button; the instructor's tools "
+        "(formgrader, course list, Create Assignment) and the exchange's Assignment List are "
+        f"off: {INSTRUCTOR_COMMAND} turns them on"
+        + (f" (on, as chosen before: {', '.join(kept)})" if kept else "")
     )
 
 

@@ -43,6 +43,7 @@ SLOW_FILES = frozenset(
         "test_class_report.py",  # runs the wrong-answer bank for real feedback messages
         "test_zh_site.py",  # the Chinese edition built and opened in Chromium
         "test_validate_dialog.py",  # JupyterLab and Chromium; Validate runs a notebook (~90 s)
+        "test_learner_lab.py",  # a learner's JupyterLab, every menu opened in Chromium (30 s)
         "test_grade_deadlines.py",  # the toy course graded for real by the worker pool (123 s)
     }
 )

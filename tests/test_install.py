@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -678,6 +679,53 @@ def _lab_state(prefix: Path, user: Path) -> tuple[dict, dict]:
     return server, disabled
 
 
+def _news_default(prefix: Path) -> str:
+    """JupyterLab's fetchNews for a user with no settings of their own, as jupyterlab_server
+    composes it from the schema and the environment's overrides.json."""
+    from jupyterlab_server.settings_utils import get_settings
+
+    lab = prefix / "share" / "jupyter" / "lab"
+    with tempfile.TemporaryDirectory() as user_settings:
+        found, _ = get_settings(
+            app_settings_dir=str(lab / "settings"),
+            schemas_dir=str(Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"),
+            settings_dir=user_settings,
+            schema_name=helpers.NEWS_PLUGIN,
+        )
+    return found["schema"]["properties"]["fetchNews"]["default"]
+
+
+def test_lab_roles_upgrade_a_learner_and_keep_every_choice_made(tmp_path: Path) -> None:
+    """An environment that chose the learner's before the Assignment List joined the parts a
+    learner has off gets it off; a part turned on by hand, an instructor's environment and a
+    news setting already made are kept; a settings file that is not JSON is named."""
+    old_learner, by_hand, teacher = (tmp_path / n for n in ("old", "by_hand", "teacher"))
+    for prefix in (old_learner, by_hand, teacher):
+        page = prefix / "etc" / "jupyter" / "labconfig" / "page_config.json"
+        page.parent.mkdir(parents=True)
+        instructor = prefix == teacher
+        disabled = dict.fromkeys(helpers.INSTRUCTOR_LAB_PLUGINS, not instructor)
+        if prefix == by_hand:  # `jupyter labextension enable ...:assignment-list`
+            disabled["@jupyter/nbgrader:assignment-list"] = False
+        page.write_text(json.dumps({"disabledExtensions": disabled}))
+    overrides = by_hand / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides.parent.mkdir(parents=True)
+    overrides.write_text(json.dumps({helpers.NEWS_PLUGIN: {"fetchNews": "true"}}))
+
+    assert "the learner's" in helpers.lab_roles(old_learner, None)
+    assert all(v is False for v in helpers.nbgrader_tools(old_learner).values())
+    line = helpers.lab_roles(by_hand, None)
+    assert "as chosen before: @jupyter/nbgrader:assignment-list" in line
+    assert helpers.nbgrader_tools(by_hand)["@jupyter/nbgrader:menu"] is False
+    assert "instructor's nbgrader tools are on" in helpers.lab_roles(teacher, None)
+    assert helpers.nbgrader_tools(teacher)["@jupyter/nbgrader:assignment-list"] is None
+    assert [_news_default(p) for p in (old_learner, by_hand, teacher)] == ["false", "true", "false"]
+
+    overrides.write_text("{'fetchNews': 'true'}")  # JSON5, not JSON
+    with pytest.raises(SystemExit, match=f"{re.escape(str(overrides))} is not JSON"):
+        helpers.lab_roles(by_hand, "learner")
+
+
 def test_a_new_environment_gets_a_learners_jupyterlab(tmp_path: Path, fakes: Fakes) -> None:
     proc, _, env_dir = _fresh_install(tmp_path, fakes, "--cuda")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -693,11 +741,12 @@ def test_a_new_environment_gets_a_learners_jupyterlab(tmp_path: Path, fakes: Fak
     assert server["nbgrader.server_extensions.formgrader"] is False
     assert server["nbgrader.server_extensions.course_list"] is False
     assert server["nbgrader.server_extensions.validate_assignment"] is True  # the student's
-    assert server["nbgrader.server_extensions.assignment_list"] is True
-    for plugin in helpers.INSTRUCTOR_LAB_PLUGINS:
+    # no exchange for a learner of this repository: the Assignment List could only show errors
+    assert server["nbgrader.server_extensions.assignment_list"] is False
+    for plugin in helpers.LEARNER_OFF_LAB_PLUGINS:
         assert disabled[plugin] is True, plugin
     assert not disabled.get("@jupyter/nbgrader:validate-assignment")
-    assert not disabled.get("@jupyter/nbgrader:assignment-list")
+    assert _news_default(env_dir) == "false"  # JupyterLab's "Never": no news pop-up
 
     # the instructor's command turns them on, and a later install keeps that choice
     for args in (["--instructor"], []):
@@ -708,7 +757,8 @@ def test_a_new_environment_gets_a_learners_jupyterlab(tmp_path: Path, fakes: Fak
         assert "== JupyterLab: the instructor's nbgrader tools are on" in again.stdout
         server, disabled = _lab_state(env_dir, user)
         assert server["nbgrader.server_extensions.formgrader"] is True
-        assert not any(disabled.get(p) for p in helpers.INSTRUCTOR_LAB_PLUGINS)
+        assert server["nbgrader.server_extensions.assignment_list"] is True
+        assert not any(disabled.get(p) for p in helpers.LEARNER_OFF_LAB_PLUGINS)
     learner = _run(
         ["bash", str(SCRIPTS / "install.sh"), "--learner"], fakes.env(VIRTUAL_ENV=str(env_dir))
     )
@@ -717,17 +767,31 @@ def test_a_new_environment_gets_a_learners_jupyterlab(tmp_path: Path, fakes: Fak
 
 
 def test_the_instructor_tools_are_named_as_nbgrader_names_them() -> None:
-    """The names of nbgrader 0.9.6's own installation guide (and of its installed config)."""
+    """The names of nbgrader 0.9.6's own installation guide (and of its installed config), and
+    the menu's plugin id as its JupyterLab extension's code spells it (the guide does not)."""
     shipped = json.loads(
         (Path(sys.prefix) / "etc/jupyter/jupyter_server_config.d/nbgrader.json").read_text()
     )["ServerApp"]["jpserver_extensions"]
-    assert set(helpers.INSTRUCTOR_SERVER_EXTENSIONS) < set(shipped)
+    assert set(helpers.LEARNER_OFF_SERVER_EXTENSIONS) < set(shipped)
+    assert (
+        "nbgrader.server_extensions.validate_assignment"
+        not in helpers.LEARNER_OFF_SERVER_EXTENSIONS
+    )
     import nbgrader
 
     guide = Path(nbgrader.__file__).parent / "docs/source/user_guide/installation.rst"
     text = guide.read_text()
-    for name in helpers.INSTRUCTOR_LAB_PLUGINS + helpers.INSTRUCTOR_SERVER_EXTENSIONS:
-        assert f"disable {name}" in text, name
+    menu = "@jupyter/nbgrader:menu"
+    for name in helpers.LEARNER_OFF_LAB_PLUGINS + helpers.LEARNER_OFF_SERVER_EXTENSIONS:
+        assert name == menu or f"disable {name}" in text, name
+    static = Path(sys.prefix) / "share/jupyter/labextensions/@jupyter/nbgrader/static"
+    declared = set().union(
+        *(re.findall(r'"(@jupyter/nbgrader:[\w-]+)"', p.read_text()) for p in static.glob("*.js"))
+    )
+    assert set(helpers.LEARNER_OFF_LAB_PLUGINS) < declared, declared
+    assert "@jupyter/nbgrader:validate-assignment" in declared - set(
+        helpers.LEARNER_OFF_LAB_PLUGINS
+    )
 
 
 # --- test tiers ----------------------------------------------------------------------------------
