@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from bertcourse.grading.dynamic import unwrap as _unwrap
 from bertcourse.grading.values import ForbiddenCallError, GradingError, _fn_name, describe
 
 # Groups of forbidden names, by topic. A dotted path names a module attribute or a class
@@ -212,12 +213,6 @@ def _reference_callable(reference: Callable[..., Any] | str) -> Callable[..., An
             raise LookupError(f"grading setup: cannot find the reference {reference!r}")
         return resolved[2]
     return reference
-
-
-def _unwrap(fn: Any) -> Any:
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    return getattr(fn, "__func__", fn)
 
 
 def _make_stub(name: str, fn_name: str, calls: list[str]) -> Callable[..., Any]:

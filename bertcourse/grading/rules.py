@@ -45,7 +45,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from bertcourse.grading import allow
+from bertcourse.grading import allow, dynamic
 from bertcourse.grading.forbid import FORBIDDEN
 
 MACHINERY_MODULES = {
@@ -107,8 +107,6 @@ MACHINERY_NAMES = {
     "__builtins__": "the builtins",
     "__import__": None,  # dynamic
 }
-DYNAMIC_CALLS = {"eval", "exec", "compile", "__import__", "globals", "vars", "locals", "breakpoint"}
-ATTR_FUNCS = {"getattr", "setattr", "delattr", "hasattr"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,6 +221,7 @@ class StudentCode:
                         self.context_stars.append(binding.target)
                     else:
                         self.context[name] = binding
+        self._dynamic_cache: dict[int, list[Finding]] = {}
         for index, source in cells:
             tree, error = _parse(source)
             if tree is None:
@@ -230,10 +229,12 @@ class StudentCode:
                     Finding(index, error, "the cell does not parse: the rules cannot read it")
                 )
                 continue
-            self._mark_magics(tree)
-            for node in ast.walk(tree):
-                self._record_import(node)
-            for node in tree.body:
+            trees = [tree, *_magic_bodies(tree)]
+            for part in trees:
+                self._mark_magics(part)
+                for node in ast.walk(part):
+                    self._record_import(node)
+            for node in [n for part in trees for n in part.body]:
                 unit = _Unit(index, node)
                 self.units.append(unit)
                 for name, binding in _module_bindings(node, unit):
@@ -248,15 +249,7 @@ class StudentCode:
 
     def _mark_magics(self, tree: ast.AST) -> None:
         for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in MAGIC_METHODS
-                and isinstance(node.func.value, ast.Call)
-                and isinstance(node.func.value.func, ast.Name)
-                and node.func.value.func.id == "get_ipython"
-                and not node.func.value.args
-            ):
+            if _is_magic_call(node):
                 self._magic.add(id(node.func.value.func))
 
     def _record_import(self, node: ast.AST) -> None:
@@ -280,8 +273,11 @@ class StudentCode:
     def _scan(self, units: Iterable[_Unit], machinery: bool) -> list[Finding]:
         found: list[Finding] = []
         for unit in units:
+            if not machinery:
+                found += self._dynamic_in(unit)
+                continue
             for node in ast.walk(unit.node):
-                what = self._machinery(node) if machinery else self._dynamic(node)
+                what = self._machinery(node)
                 if what:
                     found.append(Finding(unit.cell, getattr(node, "lineno", 0), what))
         return sorted(set(found), key=lambda f: (f.cell, f.line, f.what))
@@ -291,8 +287,8 @@ class StudentCode:
         return self._scan(self.units, machinery=True)
 
     def dynamic(self) -> list[Finding]:
-        """Dynamic accesses that could hide a call, and cells that do not parse (status
-        `needs_review`)."""
+        """Every dynamic place of every cell (`grading.dynamic` says what that is), and the
+        cells that do not parse (status `needs_review`)."""
         return sorted(
             set(self._scan(self.units, machinery=False) + self.unparsed),
             key=lambda f: (f.cell, f.line, f.what),
@@ -348,37 +344,115 @@ class StudentCode:
                 return f"changes an attribute of {self._dotted(chain)} (an imported module)"
         return None
 
-    def _dynamic(self, node: ast.AST) -> str | None:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            name = node.func.id
-            if name in DYNAMIC_CALLS:
-                return f"calls {name}()"
-            if name in ATTR_FUNCS and not (
-                len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-            ):
-                return f"calls {name}() with a computed attribute name"
-        if isinstance(node, ast.Attribute) and node.attr in (
-            "import_module",
-            "__import__",
-            "__dict__",
-        ):
-            return f"uses .{node.attr}"
+    def _dynamic_in(self, unit: _Unit) -> list[Finding]:
+        """The dynamic places of one unit (module level, class and function bodies)."""
+        key = id(unit.node)
+        if key not in self._dynamic_cache:
+            parents = {id(c): p for p in ast.walk(unit.node) for c in ast.iter_child_nodes(p)}
+            found = []
+            for node, scopes in _scoped(unit.node):
+                for what in self._dynamic_at(node, scopes, parents, unit):
+                    found.append(Finding(unit.cell, getattr(node, "lineno", 0), what))
+            self._dynamic_cache[key] = found
+        return self._dynamic_cache[key]
+
+    def _dynamic_at(self, node: ast.AST, scopes: tuple, parents: dict, unit: _Unit) -> list[str]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-            )
-            if any(n == "importlib" or n.startswith("importlib.") for n in names):
-                return "imports importlib"
-            if any(n in ("operator", "functools") for n in names) and isinstance(
-                node, ast.ImportFrom
-            ):
-                if any(a.name in ("attrgetter", "methodcaller") for a in node.names):
-                    return "imports operator.attrgetter/methodcaller"
-        if isinstance(node, ast.Attribute) and node.attr in ("attrgetter", "methodcaller"):
-            return f"uses operator.{node.attr}"
-        return None
+            return self._dynamic_import(node)
+        if _is_magic_call(node):
+            why = dynamic.magic_reason(node.func.attr, _constants(node))
+            return [why] if why else []
+        found = []
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            found += self._dynamic_write(node, scopes)
+        if isinstance(node, (ast.Name, ast.Attribute)) or (
+            isinstance(node, ast.Call) and _chain(node) is not None
+        ):
+            found += self._dynamic_reference(node, scopes, parents.get(id(node)), unit)
+        return found
+
+    def _dynamic_reference(
+        self, node: ast.AST, scopes: tuple, parent: ast.AST | None, unit: _Unit
+    ) -> list[str]:
+        """A name or attribute chain (`a.b.c`, `getattr(a, "b")`), judged step by step on the
+        objects it resolves to; on a value the rules cannot type, by its names alone."""
+        if _inside_chain(node, parent):
+            return []
+        chain = _chain(node)
+        if chain is None:  # f().attr, x[0].attr: the attribute's name is all there is
+            why = dynamic.dunder_reason(node.attr)
+            return [why] if why else []
+        dunders = [why for why in map(dynamic.dunder_reason, chain) if why]
+        if dunders or _is_local(chain[0], scopes):
+            return dunders
+        load = isinstance(getattr(node, "ctx", ast.Load()), ast.Load)
+        attrs = chain[1:] if load else chain[1:-1]
+        if not load and not attrs:
+            return []  # a name being bound
+        if isinstance(node, ast.Name) and _constant_attribute_call(node, parent):
+            return []  # hasattr(x, "name"): the name is judged as part of a chain
+        found = []
+        for kind, obj, dotted in self._resolve_global(chain[0]):
+            if kind == "object":
+                why, obj = _walk(obj, attrs, dotted)
+                if why:
+                    found.append(why)
+                elif load and dynamic.is_module(obj) and not _is_alias_value(node, unit):
+                    found.append(f"uses the module {obj.__name__} as a value")
+        return found
+
+    def _dynamic_write(self, node: ast.Attribute | ast.Subscript, scopes: tuple) -> list[str]:
+        """`x.a = ...`, `x[k] = ...`, `del x.a` (any binding form): a write into a library
+        object, or into something the rules cannot name, is dynamic."""
+        base = node.value
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        what = f"writes {ast.unparse(node)[:80]}"
+        if not isinstance(base, ast.Name):
+            return [
+                f"{what}, into a value the rules cannot name (it may write attributes of modules or types)"
+            ]
+        if _is_local(base.id, scopes):
+            return []
+        if any(kind in ("object", "unknown") for kind, _, _ in self._resolve_global(base.id)):
+            return [f"{what}: it {dynamic.WRITES}"]
+        return []  # the learner's own function, class or value
+
+    def _dynamic_import(self, node: ast.Import | ast.ImportFrom) -> list[str]:
+        if isinstance(node, ast.Import):
+            found = []
+            for alias in node.names:
+                why = dynamic.module_reason(alias.name)
+                if why:
+                    found.append(f"imports {alias.name}: it {why}")
+                elif _import_object(alias.name) is None:
+                    found.append(f"imports {alias.name}, a module the rules cannot read")
+            return found
+        module = node.module or ""
+        if node.level or not module:
+            return ["a relative import, which the rules cannot read"]
+        why = dynamic.module_reason(module)
+        owner = None if why else _import_object(module)
+        if why or owner is None:
+            return [f"imports from {module}: it {why or 'is a module the rules cannot read'}"]
+        found = []
+        for alias in node.names:
+            if alias.name == "*":
+                if module in dynamic.PLAIN_MEMBERS:
+                    found.append(f"imports every name of {module}: it {dynamic.INSIDES}")
+                continue
+            dotted = f"{module}.{alias.name}"
+            why = dynamic.step_reason(owner, alias.name, module)
+            if why is None:
+                obj = getattr(owner, alias.name, None) or _import_object(dotted)
+                why = (
+                    dynamic.reached_reason(owner, alias.name, obj, dotted)
+                    if obj is not None
+                    else f"imports {dotted}, which the rules cannot read"
+                )
+            if why:
+                found.append(why)
+        return found
 
     # --- one call ---------------------------------------------------------------------------
 
@@ -543,13 +617,7 @@ class StudentCode:
             found.append(Finding(unit.cell, getattr(node, "lineno", 0), what, review))
 
         for node, scopes in _scoped(unit.node):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in MAGIC_METHODS
-                and isinstance(node.func.value, ast.Call)
-                and id(node.func.value.func) in self._magic
-            ):
+            if _is_magic_call(node):
                 add(
                     node, "uses an IPython magic or shell escape, which the rules cannot read", True
                 )
@@ -585,7 +653,7 @@ class StudentCode:
                         continue  # `F = torch.nn.functional`: followed where F is used
                     verdict = _judge(obj, rule)
                     if verdict == "forbidden":
-                        path = rule.forbidden_paths.get(id(_unwrap(obj)), dotted)
+                        path = rule.forbidden_paths.get(id(dynamic.unwrap(obj)), dotted)
                         add(node, f"uses {path}, which this part asks you to write yourself", False)
                     elif verdict == "review":
                         what = "the module " if isinstance(obj, types.ModuleType) else ""
@@ -642,6 +710,97 @@ def _parse(source: str) -> tuple[ast.Module | None, int]:
         return None, 0
 
 
+def _walk(obj: Any, attrs: list[str], dotted: str) -> tuple[str | None, Any]:
+    """(why it is dynamic, None) or (None, the object) for `obj.attr1.attr2...`, judged at
+    every step: nothing reached through an object's attributes escapes the judgement."""
+    why = dynamic.object_reason(obj)
+    if why:
+        return f"uses {dotted}: it {why}", None
+    for attr in attrs:
+        why = dynamic.step_reason(obj, attr, dotted)
+        if why:
+            return why, None
+        reached = _attribute(obj, attr)
+        if reached is _MISSING:
+            return f"uses {dotted}.{attr}, which the rules cannot resolve", None
+        why = dynamic.reached_reason(obj, attr, reached, f"{dotted}.{attr}")
+        if why:
+            return why, None
+        obj, dotted = reached, f"{dotted}.{attr}"
+    return None, obj
+
+
+def _constant_attribute_call(node: ast.Name, parent: ast.AST | None) -> bool:
+    """`hasattr(x, "name")`: called directly, with a constant name."""
+    return (
+        isinstance(parent, ast.Call)
+        and parent.func is node
+        and len(parent.args) >= 2
+        and isinstance(parent.args[1], ast.Constant)
+        and isinstance(parent.args[1].value, str)
+        and dynamic.dunder_reason(parent.args[1].value) is None
+    )
+
+
+def _is_alias_value(node: ast.AST, unit: _Unit) -> bool:
+    """Is `node` the right side of a top-level `name = chain` (a binding the rules follow)?"""
+    top = unit.node
+    return (
+        isinstance(top, ast.Assign)
+        and top.value is node
+        and len(top.targets) == 1
+        and isinstance(top.targets[0], ast.Name)
+    )
+
+
+def _is_magic_call(node: ast.AST) -> bool:
+    """`get_ipython().run_cell_magic(...)` and its kin: how IPython's transformer spells
+    `%%name`, `%name` and `!command` (and how a learner may spell them by hand)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MAGIC_METHODS
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Name)
+        and node.func.value.func.id == "get_ipython"
+        and not node.func.value.args
+    )
+
+
+def _constants(call: ast.Call) -> list[str | None]:
+    """The call's positional arguments: each constant string, or None."""
+    return [
+        a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None
+        for a in call.args
+    ]
+
+
+def _magic_bodies(tree: ast.AST, depth: int = 0) -> list[ast.Module]:
+    """The code inside the magics of a cell, parsed as the kernel would run it: a cell
+    magic's body (`%%capture`, `%%time`, ...), a line magic's argument (`%time x = f()`, after
+    its options), nested magics included. Line numbers are the cell's."""
+    found: list[ast.Module] = []
+    for node in ast.walk(tree):
+        if not _is_magic_call(node) or depth > 3:
+            continue
+        for text in _constants(node)[1:]:
+            body = _parse_magic_argument(text or "")
+            if body is not None:
+                ast.increment_lineno(body, node.lineno - (1 if text and "\n" not in text else 0))
+                found += [body, *_magic_bodies(body, depth + 1)]
+    return found
+
+
+def _parse_magic_argument(text: str) -> ast.Module | None:
+    """The longest tail of a magic's argument that parses (`-n 10 f(x)` gives `f(x)`)."""
+    words = text.split(" ")
+    for start in range(min(len(words), 8)):  # options come first; a body is never long here
+        tree, _ = _parse(" ".join(words[start:]))
+        if tree is not None and tree.body:
+            return tree
+    return None
+
+
 def _inside_chain(node: ast.AST, parent: ast.AST | None) -> bool:
     """Is `node` the inner part of a longer chain (`torch` in `torch.softmax`, `F` in
     `getattr(F, "x")`, the `getattr` name itself)?"""
@@ -680,7 +839,7 @@ def _scoped(root: ast.AST) -> Iterator[tuple[ast.AST, tuple[tuple[str, frozenset
         elif isinstance(node, ast.ClassDef):
             outer = node.decorator_list + node.bases + [k.value for k in node.keywords]
             stack += [(c, scopes) for c in outer]
-            names = frozenset(_scope_stores(node.body))
+            names = frozenset(_scope_stores(node.body) - _declared_global(node.body))
             stack += [(c, (*scopes, ("class", names))) for c in node.body]
         elif isinstance(node, _COMPREHENSIONS):
             generators = node.generators
@@ -762,7 +921,8 @@ def _function_locals(node: ast.AST) -> set[str]:
 def _module_bindings(node: ast.AST, unit: _Unit | None) -> list[tuple[str, _Binding]]:
     """The global names a top-level statement binds, and how (every binding form: def,
     class, import, assignment and augmented assignment, `for` and `with` targets, walrus,
-    `except ... as`, `match` captures, and `global` names set inside functions)."""
+    `except ... as`, `match` captures, and `global` names set inside functions and class
+    bodies)."""
     out: list[tuple[str, _Binding]] = []
     if isinstance(node, ast.Import):
         for alias in node.names:
@@ -794,8 +954,8 @@ def _module_bindings(node: ast.AST, unit: _Unit | None) -> list[tuple[str, _Bind
     for name in sorted(stores):
         kind = "alias" if simple_alias else "value"
         out.append((name, _Binding(kind, unit, node=node.value if simple_alias else None)))
-    for sub in ast.walk(node):  # `global g` in any function: g = ... there binds g
-        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for sub in ast.walk(node):  # `global g` in any function or class body: g = ... binds g
+        if isinstance(sub, _DEFINITIONS):
             declared = _declared_global(sub.body)
             for name in sorted(declared & _scope_stores(sub.body)):
                 out.append((name, _Binding("value", unit)))
@@ -840,24 +1000,40 @@ def _import_object(dotted: str) -> Any:
 IMPORTABLE = {
     "torch", "math", "random", "typing", "collections", "itertools", "functools",
     "dataclasses", "operator", "copy", "warnings", "re", "string", "unicodedata",
-    "bertcourse", "transformers", "tokenizers", "numpy",
+    "bertcourse", "transformers", "tokenizers", "numpy", "matplotlib", "__future__", "time",
+    "json", "statistics", "fractions", "decimal", "heapq", "bisect", "enum", "abc",
+    "contextlib", "textwrap", "pprint", "datetime", "pathlib", "os", "sys", "types",
 }  # fmt: skip
 
 
-def _follow_attrs(obj: Any, attrs: list[str], dotted: str) -> tuple[str, Any, str]:
-    for attr in attrs:
+_MISSING = object()
+
+
+def _attribute(obj: Any, attr: str) -> Any:
+    """`obj.attr` as the kernel may see it: a submodule not imported here yet (`torch.optim.
+    adam`) is imported (from the packages the course uses); `_MISSING` when it is not there."""
+    try:
+        return getattr(obj, attr)
+    except Exception:
+        pass
+    name = f"{getattr(obj, '__name__', '')}.{attr}"
+    if dynamic.is_module(obj) and not attr.startswith("_") and name.split(".")[0] in IMPORTABLE:
         try:
-            obj = getattr(obj, attr)
+            return importlib.import_module(name)
         except Exception:
+            pass
+    return _MISSING
+
+
+def _follow_attrs(obj: Any, attrs: list[str], dotted: str) -> tuple[str, Any, str]:
+    """("object", obj, dotted) at the end of the chain, or ("unknown", None, where). The
+    route itself (a private name, `typing.sys`) is judged by the dynamic scan."""
+    for attr in attrs:
+        obj = _attribute(obj, attr)
+        if obj is _MISSING:
             return ("unknown", None, f"{dotted}.{attr}")
         dotted = f"{dotted}.{attr}"
     return ("object", obj, dotted)
-
-
-def _unwrap(obj: Any) -> Any:
-    while isinstance(obj, functools.partial):
-        obj = obj.func
-    return getattr(obj, "__func__", obj)
 
 
 _PLAIN = (int, float, complex, str, bytes, bool, type(None), torch.dtype, torch.device)
@@ -866,7 +1042,7 @@ _PLAIN = (int, float, complex, str, bytes, bool, type(None), torch.dtype, torch.
 def _judge(obj: Any, rule: _Rule) -> str:
     """ "forbidden", "allowed" or "review" for one resolved object."""
     try:
-        key = id(_unwrap(obj))
+        key = id(dynamic.unwrap(obj))
     except Exception:
         return "review"
     if key in rule.forbidden or id(obj) in rule.forbidden:
@@ -888,8 +1064,8 @@ def _rule(forbidden: tuple[str, ...], context: tuple[int, ...]) -> _Rule:
     for path in exact | set(classes):
         obj = _resolve(path)
         if obj is not None:
-            ids.add(id(_unwrap(obj)))
-            paths[id(_unwrap(obj))] = path
+            ids.add(id(dynamic.unwrap(obj)))
+            paths[id(dynamic.unwrap(obj))] = path
     for owners in classes.values():
         for cls in owners:
             ids.add(id(cls))
@@ -909,11 +1085,11 @@ def _rule(forbidden: tuple[str, ...], context: tuple[int, ...]) -> _Rule:
                 module = importlib.import_module(entry[:-2])
             except ImportError:
                 continue
-            allowed |= {id(v) for k, v in vars(module).items() if not k.startswith("_")}
+            allowed |= {id(v) for k, v in vars(module).items() if _building_block(k, v)}
             continue
         obj = _resolve(entry)
         if obj is not None:
-            allowed.add(id(_unwrap(obj)))
+            allowed.add(id(dynamic.unwrap(obj)))
             allowed.add(id(obj))
         if entry.startswith("torch.Tensor."):
             tensor_attrs.add(entry.rsplit(".", 1)[1])
@@ -925,6 +1101,17 @@ def _rule(forbidden: tuple[str, ...], context: tuple[int, ...]) -> _Rule:
         classes,
         frozenset(allowed - ids),
         frozenset(tensor_attrs),
+    )
+
+
+def _building_block(name: str, value: Any) -> bool:
+    """What `<module>.*` allows: its public callables, never a module (`typing.sys`) nor a
+    dynamic object (`typing.get_type_hints`, an evaluator)."""
+    return (
+        not name.startswith("_")
+        and callable(value)
+        and not dynamic.is_module(value)
+        and dynamic.object_reason(value) is None
     )
 
 
