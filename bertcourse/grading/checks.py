@@ -291,7 +291,10 @@ def learner_traceback(error: BaseException, tb: Any) -> list[str]:
 
 
 def _wrap(line: str) -> list[str]:
-    """A line cut into lines of at most HEADLINE_WIDTH characters, with its indent kept."""
+    """A line cut into lines of at most HEADLINE_WIDTH columns, with its indent kept: Chinese
+    feedback by display width (a Chinese character takes two columns, i18n.wrap)."""
+    if i18n.display_width(line) != len(line):
+        return i18n.wrap(line, HEADLINE_WIDTH)
     indent = line[: len(line) - len(line.lstrip())]
     return textwrap.wrap(
         line,

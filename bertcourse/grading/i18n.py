@@ -29,6 +29,7 @@ import functools
 import gettext as _gettext
 import os
 import re
+import unicodedata
 from collections.abc import Iterator
 
 LANGUAGES = ("en", "zh_CN")
@@ -279,3 +280,76 @@ def translate(text: str) -> str:
         translated = _lookup(cat, body, 0) if body else body
         lines.append(line[:start] + (translated or body) + line[start + len(body) :])
     return "\n".join(lines)
+
+
+# --- lines that fit a terminal's columns -------------------------------------------------------
+
+# punctuation that must not begin a line: it closes what precedes it
+_NO_LINE_START = set("，。、；：！？）》」』”’】〉…％),.:;!?]}%")
+# and that must not end one: it opens what follows
+_NO_LINE_END = set("（《「『“‘【〈")
+
+
+def display_width(text: str) -> int:
+    """Columns `text` takes on a terminal or in a monospaced <pre>: a wide (Chinese) character
+    takes two (Unicode's East Asian Width W or F)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _is_wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in "WF"
+
+
+def _tokens(text: str) -> list[str]:
+    """`text` as the pieces a line may break between: runs of spaces, a wide character, a run
+    of narrow non-space characters (a Latin word, a number, code), each with the closing
+    punctuation right after it and the opening punctuation right before it."""
+    tokens: list[str] = []
+    for char in text:
+        last = tokens[-1] if tokens else ""
+        if char.isspace():
+            glue = bool(last) and last[-1].isspace()
+        elif char in _NO_LINE_START:
+            glue = bool(last) and not last[-1].isspace()
+        elif _is_wide(char):
+            glue = False
+        else:  # narrow: joins a narrow word
+            glue = bool(last) and not last[-1].isspace() and not _is_wide(last[-1])
+        if glue or (last and last[-1] in _NO_LINE_END and not char.isspace()):
+            tokens[-1] += char
+        else:
+            tokens.append(char)
+    return tokens
+
+
+def wrap(line: str, width: int, indent: str = "    ") -> list[str]:
+    """`line` cut into lines of at most `width` columns (display_width), its own indent kept and
+    `indent` more on the lines after the first. Breaks between words, between two Chinese
+    characters, never before closing punctuation (，。）); a word longer than a line is cut."""
+    lead = line[: len(line) - len(line.lstrip())]
+    rest_lead = lead + indent
+    if display_width(rest_lead) >= width:
+        raise ValueError(f"wrap: the indent {rest_lead!r} leaves no room in {width} columns")
+    lines: list[str] = []
+    current, used = lead, display_width(lead)
+    for token in _tokens(line[len(lead) :]):
+        size = display_width(token)
+        if token.isspace():
+            if current.strip():
+                current, used = current + token, used + size
+            continue
+        if used + size > width and current.strip():
+            lines.append(current.rstrip())
+            current, used = rest_lead, display_width(rest_lead)
+        while used + size > width:  # longer than a whole line: cut it
+            room, cut = width - used, 0
+            while cut < len(token) and display_width(token[: cut + 1]) <= room:
+                cut += 1
+            lines.append(current + token[:cut])
+            token = token[cut:]
+            size = display_width(token)
+            current, used = rest_lead, display_width(rest_lead)
+        current, used = current + token, used + size
+    if current.strip() or not lines:
+        lines.append(current.rstrip() if current.strip() else line)
+    return lines
