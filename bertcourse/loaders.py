@@ -141,10 +141,12 @@ class MlmCollator:
         epoch: int = 0,
         mlm_probability: float = 0.15,
         whole_word_mask: bool = False,
+        mask_split=None,
     ) -> None:
         self.vocab, self.seed, self.epoch = vocab, seed, epoch
         self.mlm_probability = mlm_probability
         self.whole_word_mask = whole_word_mask
+        self.mask_split = mask_split  # a bertcourse.mlm.MaskSplit; None: BERT's 80/10/10
 
     def mask(self, index: int, ex):
         """``(example with masked input_ids, labels (n,))``: the mask of example ``index``."""
@@ -164,6 +166,7 @@ class MlmCollator:
             mlm_probability=self.mlm_probability,
             generator=g,
             word_ids=word_ids,
+            split=self.mask_split,
         )
         return replace(ex, input_ids=ids[0].tolist()), labels[0]
 
@@ -244,6 +247,8 @@ def pretraining_dataloader(
     num_workers: int = 0,
     packing: bool = False,
     whole_word_mask: bool = False,
+    mask_split=None,
+    static_masking: int | None = None,
 ) -> torch.utils.data.DataLoader:
     """The training batches of one epoch for one process (``batch_size`` is per process).
 
@@ -256,20 +261,26 @@ def pretraining_dataloader(
     ``packing=True``: the pairs are packed into rows (:class:`PackedNspPairs`) and
     ``batch_size`` counts rows; batches are for :func:`bertcourse.packing.packed_forward`.
     ``whole_word_mask=True`` chooses whole words (``corpus.word_starts``) to mask.
+    ``mask_split``: a :class:`bertcourse.mlm.MaskSplit` (None: 80/10/10). ``task``: "nsp",
+    "sop" or "none" (:mod:`bertcourse.nsp`). ``static_masking=N``: the original release's
+    fixed data, cut and masked once in N copies (its ``dupe_factor``): epoch ``e`` reads copy
+    ``e mod N``, the same pairs with the same masks (only their order is shuffled anew);
+    None: dynamic, new pairs and masks every epoch.
     """
     from torch.utils.data import DataLoader, DistributedSampler
 
+    data_epoch = epoch if static_masking is None else epoch % static_masking
     dataset = NspPairs(
         corpus,
-        epoch=epoch,
+        epoch=data_epoch,
         seed=seed,
         max_seq_length=max_seq_length,
         short_seq_prob=short_seq_prob,
         task=task,
         whole_word_mask=whole_word_mask,
     )
-    masking = dict(seed=seed, epoch=epoch, mlm_probability=mlm_probability,
-                   whole_word_mask=whole_word_mask)  # fmt: skip
+    masking = dict(seed=seed, epoch=data_epoch, mlm_probability=mlm_probability,
+                   whole_word_mask=whole_word_mask, mask_split=mask_split)  # fmt: skip
     collate = MlmCollator(corpus.vocab, **masking)
     if packing:
         dataset = PackedNspPairs(dataset, max_seq_length)

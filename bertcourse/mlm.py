@@ -34,8 +34,10 @@ Shape legend:
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
@@ -61,6 +63,67 @@ def _check_replace_probs(mask_replace_prob: float, random_replace_prob: float) -
             f"chosen tokens; the rest is kept unchanged), got {mask_replace_prob} + "
             f"{random_replace_prob} = {mask_replace_prob + random_replace_prob}"
         )
+
+
+SPLIT_TOLERANCE = 1e-9
+"""How far the three shares of a `MaskSplit` may sum from 1 (float rounding of e.g. 0.7 + 0.2 + 0.1)."""
+
+
+@dataclass(frozen=True)
+class MaskSplit:
+    """What a chosen position shows: `[MASK]` (`mask`), the original token (`same`) or a random
+    id (`random`), as shares of the chosen positions. BERT's is 0.8 / 0.1 / 0.1; its Table 8
+    also tried 1/0/0, 0.8/0/0.2, 0.8/0.2/0, 0/0.2/0.8 and 0/0/1 (MASK/SAME/RND).
+
+    Three non-negative numbers summing to 1 (within `SPLIT_TOLERANCE`); anything else is refused
+    with the reason. `MaskSplit.parse("0.8,0.1,0.1")` reads the command line's form.
+    """
+
+    mask: float = 0.8
+    same: float = 0.1
+    random: float = 0.1
+
+    def __post_init__(self) -> None:
+        shares = {"mask": self.mask, "same": self.same, "random": self.random}
+        for name, value in shares.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"MaskSplit.{name} must be a number, got {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"MaskSplit.{name} must be a non-negative number, got {value!r}")
+        total = self.mask + self.same + self.random
+        if abs(total - 1.0) > SPLIT_TOLERANCE:
+            raise ValueError(
+                f"the MASK/SAME/RND shares must sum to 1 (they split the chosen tokens), got "
+                f"{self.mask} + {self.same} + {self.random} = {total:.12g}"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> MaskSplit:
+        """`"0.8,0.1,0.1"` -> `MaskSplit(0.8, 0.1, 0.1)` (MASK, SAME, RND; a clear error else)."""
+        parts = [p.strip() for p in str(text).split(",")]
+        if len(parts) != 3:
+            raise ValueError(
+                f"a MASK/SAME/RND split is three comma-separated shares like 0.8,0.1,0.1, got {text!r}"
+            )
+        try:
+            values = [float(p) for p in parts]
+        except ValueError:
+            raise ValueError(f"a MASK/SAME/RND split holds numbers, got {text!r}") from None
+        return cls(*values)
+
+    def __str__(self) -> str:
+        return f"{self.mask:g},{self.same:g},{self.random:g}"
+
+    @property
+    def replace_probs(self) -> tuple[float, float]:
+        """`(mask_replace_prob, random_replace_prob)`: transformers' names for the same split
+        (the SAME share is what is left; `random` is capped at `1 - mask` so that rounding in
+        the sum never exceeds 1)."""
+        return self.mask, min(self.random, 1.0 - self.mask)
+
+
+BERT_SPLIT = MaskSplit(0.8, 0.1, 0.1)
+"""BERT's MASK/SAME/RND split (the defaults of `mask_tokens` and the original release)."""
 
 
 def _check_vocab_size(vocab_size: int) -> None:
@@ -223,6 +286,7 @@ def mask_tokens(
     pad_token_id: int | None = None,
     random_ids_exclude_special: bool = False,
     word_ids: Tensor | None = None,
+    split: MaskSplit | None = None,
 ) -> MaskedTokens:
     """Dynamic MLM masking of a batch, with the semantics of transformers' data collator.
 
@@ -259,11 +323,19 @@ def mask_tokens(
             no word (special tokens, padding); a word is a run of consecutive tokens with the
             same id. Draw 1 is then made at the first token of each word only, and a chosen
             word is chosen whole (except its special tokens, e.g. an [UNK] character, which
-            are never targets); draws 2 and 3 stay per token. This is what transformers'
-            `DataCollatorForLanguageModeling(whole_word_mask=True)` does with the words it
-            finds from gaps between token offsets, so for the same words and seed the result
-            is the same; words from a segmenter make it work for Chinese, where the offsets
-            have no gaps.
+            are never targets); draws 2 and 3 stay per token. Draw 1 is transformers'
+            `DataCollatorForLanguageModeling(whole_word_mask=True)` with the words it finds
+            from gaps between token offsets, so for the same words and seed the *labels*
+            (which positions are predicted) are the same, whatever the split. The *inputs*
+            are not, unless `split=MaskSplit(1, 0, 0)`: under `whole_word_mask` transformers
+            (5.x) sets `mask_replace_prob = 1` and `random_replace_prob = 0` (with a
+            warning), so every chosen token shows [MASK] and no random draw is made, while
+            the default here keeps BERT's per-token 80/10/10. Words from a segmenter make it
+            work for Chinese, where the offsets have no gaps.
+        split: the MASK/SAME/RND shares as one `MaskSplit` (any split, e.g. BERT's Table 8
+            rows); it replaces `mask_replace_prob` and `random_replace_prob`, which must then
+            be left at their defaults. `MaskSplit(0.8, 0.1, 0.1)` gives exactly the defaults'
+            batch for the same seed.
 
     Returns:
         `MaskedTokens(input_ids (B, L) same dtype as the input, labels (B, L) int64)`.
@@ -271,6 +343,15 @@ def mask_tokens(
     # --- check the arguments: every mistake here would silently corrupt training data
     _check_vocab_size(vocab_size)
     _check_probability("mlm_probability", mlm_probability)
+    if split is not None:
+        if not isinstance(split, MaskSplit):
+            raise TypeError(f"split must be a MaskSplit, got {type(split).__name__}")
+        if (mask_replace_prob, random_replace_prob) != BERT_SPLIT.replace_probs:
+            raise ValueError(
+                "give split= or mask_replace_prob/random_replace_prob, not both: they say "
+                "the same thing"
+            )
+        mask_replace_prob, random_replace_prob = split.replace_probs
     _check_replace_probs(mask_replace_prob, random_replace_prob)
     _check_id("mask_token_id", int(mask_token_id), vocab_size)
     if pad_token_id is not None:

@@ -21,7 +21,12 @@ vector whether B really follows A (label `IS_NEXT` = 0) or was drawn from anothe
 Because of the single-sentence rule, slightly more than half of the pairs are random.
 
 Sentence-order prediction (ALBERT, `task="sop"`): A and B are always two consecutive pieces of
-the same chunk; the negative (label 1) is the same pair swapped. No second document needed.
+the same chunk; the negative (label 1) is the same pair swapped, by an independent coin with
+probability 1/2 for each pair. No second document needed.
+
+No sentence task (`task="none"`, RoBERTa's finding that NSP can go): the same consecutive
+pairs as SOP, never swapped, every label 0; the training loop then leaves the sentence loss out.
+The inputs keep BERT's `[CLS] A [SEP] B [SEP]` layout, so fine-tuning is the same for all three.
 
 All randomness comes from a `random.Random`, so a seed gives the same pairs every time.
 Masking (chapter 3) is a separate step: see `bertcourse.mlm`.
@@ -48,7 +53,8 @@ __all__ = [
     "MAX_RANDOM_DOCUMENT_TRIES",
 ]
 
-TASKS = ("nsp", "sop")
+TASKS = ("nsp", "sop", "none")
+"""The sentence tasks: next-sentence prediction, sentence order, or no sentence task."""
 MAX_RANDOM_DOCUMENT_TRIES = 10
 """The original redraws the random document up to 10 times to avoid the current one."""
 NUM_SPECIAL_TOKENS = 3  # [CLS] A [SEP] B [SEP]
@@ -210,8 +216,8 @@ def create_instances_from_document(
         rng: a `random.Random` (or an int seed). The draws are the original's, in its order.
         max_seq_length: length of `[CLS] A [SEP] B [SEP]` after truncation (>= 5).
         short_seq_prob: probability of a shorter random target length for this document.
-        task: "nsp" (random B from another document) or "sop" (ALBERT: B is always the next
-            piece; the negative swaps A and B).
+        task: "nsp" (random B from another document), "sop" (ALBERT: B is always the next
+            piece; the negative swaps A and B) or "none" (the next piece, never swapped).
 
     Returns:
         A list of `NspExample`, each with `len(input_ids) <= max_seq_length`.
@@ -275,7 +281,8 @@ def create_instances_from_document(
                 truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
                 instances.append(_encode(tokens_a, tokens_b, label, cls_id, sep_id))
             else:
-                pair = _sop_pair(current_chunk, tokens_a, a_end, max_num_tokens, rng)
+                swap = task == "sop"
+                pair = _sop_pair(current_chunk, tokens_a, a_end, max_num_tokens, rng, swap=swap)
                 if pair is not None:
                     instances.append(_encode(*pair, cls_id, sep_id))
             current_chunk = []
@@ -290,8 +297,11 @@ def _sop_pair(
     a_end: int,
     max_num_tokens: int,
     rng: random.Random,
+    *,
+    swap: bool = True,
 ) -> tuple[list[int], list[int], int] | None:
-    """ALBERT's sentence-order pair from one chunk: (first, second, label) or None.
+    """ALBERT's sentence-order pair from one chunk: (first, second, label) or None
+    (``swap=False``: the pair in order, label 0, no coin drawn: ``task="none"``).
 
     A chunk of one sentence cannot give two sentences; ALBERT then falls back to a random B
     from another document. bertcourse splits that sentence at a random token instead (and
@@ -308,7 +318,7 @@ def _sop_pair(
         cut = rng.randint(1, len(sentence) - 1)
         tokens_a, tokens_b = sentence[:cut], sentence[cut:]
     truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
-    if rng.random() < 0.5:
+    if swap and rng.random() < 0.5:
         return tokens_b, tokens_a, NOT_NEXT  # swapped: the negative
     return tokens_a, tokens_b, IS_NEXT
 

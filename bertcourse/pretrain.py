@@ -141,9 +141,11 @@ def train_step(
     step: int,
     grad_clip: float = 1.0,
     bf16: bool = False,
+    sentence_loss: bool = True,
 ) -> BatchStats:
     """One optimizer step on one batch (``model`` may be the DDP wrapper); returns the batch's
-    statistics summed over all processes."""
+    statistics summed over all processes. ``sentence_loss=False`` (``--sentence-task none``):
+    the MLM loss alone (the NSP head's figures are still measured, not learned)."""
     batch = {k: v.to(dist.device, non_blocking=True) for k, v in batch.items()}
     # Dropout noise of this step depends only on (seed, step, rank): exact resume.
     torch.manual_seed(mix_seed(seed, step, dist.rank, 3))
@@ -154,7 +156,7 @@ def train_step(
     # W processes, hence the factor W: sum_r W * sum_r / (W * N) = global mean.
     n_global = stats[0].item()
     mlm_loss = mlm_sum * (dist.world_size / n_global) if n_global else mlm_sum * 0.0
-    loss = mlm_loss + nsp_loss
+    loss = mlm_loss + nsp_loss if sentence_loss else mlm_loss
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if grad_clip:
@@ -231,6 +233,9 @@ class Session:
             num_workers=cfg.num_workers,
             packing=cfg.packing,
             whole_word_mask=cfg.whole_word_mask,
+            mask_split=cfg.mask_split,
+            task=cfg.sentence_task,
+            static_masking=cfg.static_masking,
         )
 
 
@@ -406,6 +411,10 @@ def _prepare(cfg: PretrainConfig, dist: Dist) -> tuple[Session, TokenizedCorpus,
     dist.barrier()
     if not dist.is_main:
         corpus, tokenizer = load_corpus(cfg.tokenizer, **kwargs)
+    if cfg.whole_word_mask and cfg.word_source == "jieba":
+        from bertcourse.zh import with_jieba_words
+
+        corpus = with_jieba_words(corpus, tokenizer)
     train_corpus, heldout = split_heldout(corpus, cfg)
     ev_batches = heldout_batches(heldout, cfg)
     torch.manual_seed(cfg.seed)
@@ -589,7 +598,8 @@ def _train_loop(
             lr = s.optimizer.param_groups[0]["lr"]  # the rate this step uses
             stats = train_step(model, batch, s.optimizer, s.scheduler, mask_id=s.vocab.mask_id,
                                dist=dist, seed=cfg.seed, step=state["step"],
-                               grad_clip=cfg.grad_clip, bf16=cfg.bf16)  # fmt: skip
+                               grad_clip=cfg.grad_clip, bf16=cfg.bf16,
+                               sentence_loss=cfg.sentence_task != "none")  # fmt: skip
             state["step"] += 1
             state["batch_in_epoch"] += 1
             state["tokens"] += int(stats.tokens)

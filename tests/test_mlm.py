@@ -16,7 +16,10 @@ import torch
 
 from bertcourse.config import CLS_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID, SPECIAL_IDS, UNK_ID
 from bertcourse.mlm import (
+    BERT_SPLIT,
+    SPLIT_TOLERANCE,
     MaskingSummary,
+    MaskSplit,
     create_masked_lm_predictions,
     labels_from_positions,
     mask_tokens,
@@ -149,6 +152,88 @@ def test_masking_statistics_over_200k_tokens(tokenizer, implementation, probs):
     mean = masked[other].double().mean().item()
     se = V / math.sqrt(12) / math.sqrt(shows_other)
     assert abs(mean - (V - 1) / 2) <= NUM_SE * se
+
+
+# BERT's Table 8: MASK / SAME / RND shares of the chosen tokens
+TABLE8 = [(0.8, 0.1, 0.1), (1.0, 0.0, 0.0), (0.8, 0.0, 0.2), (0.8, 0.2, 0.0), (0.0, 0.2, 0.8),
+          (0.0, 0.0, 1.0)]  # fmt: skip
+
+
+@pytest.mark.parametrize("shares", TABLE8)
+def test_every_table8_split_gives_transformers_batch(tokenizer, shares):
+    """`split=MaskSplit(m, s, r)` is transformers' collator with mask_replace_prob=m and
+    random_replace_prob=r, draw for draw (an implementation written by others)."""
+    mask, _, rnd = shares
+    ids = _batch(16, 64, seed=12)
+    for seed in (0, 7):
+        ours = _ours(ids, seed, mlm_probability=0.2, split=MaskSplit(*shares))
+        ref = _transformers(tokenizer, ids, seed, mlm_probability=0.2, mask_replace_prob=mask,
+                            random_replace_prob=rnd)  # fmt: skip
+        assert torch.equal(ours.input_ids, ref[0]) and torch.equal(ours.labels, ref[1])
+
+
+@pytest.mark.parametrize("word_level", [False, True])
+def test_bert_split_is_bit_identical_to_the_defaults(word_level):
+    """The committed figures were drawn with the defaults: `split=BERT_SPLIT` must not move
+    one token, with or without whole words."""
+    ids = _batch(32, 64, seed=3)
+    word_ids = None
+    if word_level:  # words of 1-3 tokens, -1 at the special tokens
+        g = torch.Generator().manual_seed(4)
+        word_ids = torch.cumsum(torch.rand(ids.shape, generator=g) < 0.5, dim=1)
+        word_ids[torch.isin(ids, torch.tensor(SPECIAL_IDS))] = -1
+    for seed in range(5):
+        default = _ours(ids, seed, mlm_probability=0.25, word_ids=word_ids)
+        split = _ours(ids, seed, mlm_probability=0.25, word_ids=word_ids, split=BERT_SPLIT)
+        assert torch.equal(default.input_ids, split.input_ids)
+        assert torch.equal(default.labels, split.labels)
+    assert BERT_SPLIT == MaskSplit() == MaskSplit.parse("0.8, 0.1, 0.1")
+
+
+@pytest.mark.parametrize("shares", TABLE8)
+def test_every_split_shows_its_shares_over_200k_tokens(shares):
+    """What the chosen positions show, per split, within 4 SE (a random id hits [MASK] or the
+    original with probability 1/V each, which moves those shares by r/V)."""
+    m, same, r = shares
+    ids = _batch(400, 512, seed=6)
+    masked, labels = _ours(ids, 5, mlm_probability=0.15, split=MaskSplit(*shares))
+    chosen = labels != IGNORE_INDEX
+    n = int(chosen.sum())
+    shows_mask = int((masked[chosen] == MASK_ID).sum())
+    shows_original = int((masked[chosen] == ids[chosen]).sum())
+    _assert_rate(shows_mask, n, m + r / V, "[MASK] share")
+    _assert_rate(shows_original, n, same + r / V, "SAME share")
+    _assert_rate(n - shows_mask - shows_original, n, r * (1 - 2 / V), "RND share")
+    assert torch.equal(masked[~chosen], ids[~chosen])
+
+
+@pytest.mark.parametrize(
+    "shares, message",
+    [
+        ((0.5, 0.1, 0.1), "must sum to 1"),
+        ((0.9, 0.2, -0.1), "MaskSplit.random must be a non-negative"),
+        ((0.8, 0.1, 0.1 + 2e-9), "must sum to 1"),
+        ((0.8, float("nan"), 0.2), "MaskSplit.same must be a non-negative"),
+        ((True, 0.0, 0.0), "MaskSplit.mask must be a number"),
+    ],
+)
+def test_a_bad_split_is_refused_naming_the_problem(shares, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        MaskSplit(*shares)
+
+
+def test_split_parsing_and_tolerance():
+    assert MaskSplit.parse("0,0.2,0.8") == MaskSplit(0.0, 0.2, 0.8)
+    # 0.7 + 0.2 + 0.1 is 0.9999999999999999 in floats: within SPLIT_TOLERANCE, accepted
+    assert MaskSplit(0.7, 0.2, 0.1).random == 0.1
+    MaskSplit(0.8, 0.1, 0.1 + SPLIT_TOLERANCE / 2)
+    for text, message in (("0.8,0.2", "three comma-separated"), ("a,b,c", "holds numbers")):
+        with pytest.raises(ValueError, match=message):
+            MaskSplit.parse(text)
+    with pytest.raises(ValueError, match="not both"):
+        _ours(_batch(2, 8, 0), 0, split=BERT_SPLIT, mask_replace_prob=1.0)
+    with pytest.raises(TypeError, match="must be a MaskSplit"):
+        _ours(_batch(2, 8, 0), 0, split=(0.8, 0.1, 0.1))
 
 
 def test_summarize_masking_counts():

@@ -262,6 +262,39 @@ def test_sop_negatives_are_exact_swaps_and_balanced():
     assert untruncated > 100
 
 
+def test_sop_coin_is_independent_pair_to_pair():
+    """An independent coin per pair: in document order, a pair's label equals the previous
+    pair's half the time (a coin per chunk or per document would make runs), within 4 SE."""
+    documents = make_corpus(30, 200, seed=9)
+    labels = [e.next_sentence_label
+              for e in create_instances(documents, rng=5, max_seq_length=32, task="sop", shuffle=False)]  # fmt: skip
+    n = len(labels) - 1
+    same = sum(a == b for a, b in zip(labels, labels[1:])) / n
+    assert abs(same - 0.5) < 4 * math.sqrt(0.25 / n), (same, n)
+
+
+@pytest.mark.parametrize("max_seq_length", [12, 48])
+def test_no_sentence_task_gives_consecutive_pairs_in_order(max_seq_length):
+    """task="none": SOP's pairs never swapped: label 0, one document, A before B, contiguous."""
+    documents = make_corpus(20, (1, 30), seed=10)
+    instances = create_instances(documents, rng=6, max_seq_length=max_seq_length, task="none",
+                                 dupe_factor=4)  # fmt: skip
+    assert len(instances) > 200
+    untruncated = 0
+    for ex in instances:
+        check_layout(ex, max_seq_length)
+        assert ex.next_sentence_label == IS_NEXT
+        assert {doc_of(t) for t in ex.tokens_a + ex.tokens_b} == {doc_of(ex.tokens_a[0])}
+        assert max(ex.tokens_a) < min(ex.tokens_b)
+        if ex.len_a + ex.len_b < max_seq_length - 3:
+            untruncated += 1
+            whole = ex.tokens_a + ex.tokens_b
+            assert whole == list(range(whole[0], whole[0] + len(whole)))
+    assert untruncated > 20
+    with pytest.raises(ValueError, match="task must be one of"):
+        create_instances(documents, rng=0, task="order")
+
+
 def test_sop_works_with_one_document_and_splits_single_sentences():
     documents = [[[1000 + k for k in range(50)]]]  # one document of one long sentence
     instances = create_instances(documents, rng=0, max_seq_length=64, task="sop", dupe_factor=20)  # fmt: skip

@@ -11,6 +11,7 @@ import torch
 
 from bertcourse import data
 from bertcourse.config import IGNORE_INDEX
+from bertcourse.mlm import MaskSplit
 from bertcourse.pretrain import (
     MIN_STEPS_TO_LEARN,
     REFIT_MIN_STEPS,
@@ -384,3 +385,114 @@ def test_same_seed_same_threads_same_run(tmp_path, threads):
     mb, _ = load_checkpoint(tmp_path / "b")
     for (name, p), q in zip(ma.named_parameters(), mb.parameters()):
         assert torch.equal(p, q), name
+
+
+# --- the pretraining choices as options (chapter 10's ablations) ---------------------------
+def _toy_corpus(seed: int = 0) -> data.TokenizedCorpus:
+    """20 documents of 10 sentences of random ids 5..199 (0-4 special)."""
+    import random
+
+    rng = random.Random(seed)
+    docs = [[[rng.randint(5, 199) for _ in range(rng.randint(3, 12))] for _ in range(10)]
+            for _ in range(20)]  # fmt: skip
+    return data.TokenizedCorpus([f"d{i}" for i in range(20)], docs, data.Vocab(200, 0, 1, 2, 3, 4))
+
+
+def _epoch_rows(corpus, epoch: int, **options) -> list[tuple]:
+    """Every (input ids, labels) row of an epoch, sorted: the epoch's data whatever its order
+    (batches of 1: no incomplete batch dropped)."""
+    loader = data.pretraining_dataloader(corpus, batch_size=1, epoch=epoch, seed=1,
+                                         max_seq_length=24, **options)  # fmt: skip
+    rows = []
+    for batch in loader:
+        for ids, labels in zip(batch["input_ids"].tolist(), batch["labels"].tolist()):
+            rows.append((tuple(ids), tuple(labels)))
+    return sorted(rows)
+
+
+def test_static_masking_repeats_its_copies_and_dynamic_never_does():
+    """--static-masking N: epoch e reads copy e mod N, the same pairs with the same masks;
+    dynamic (the default) cuts and masks anew every epoch."""
+    corpus = _toy_corpus()
+    static = [_epoch_rows(corpus, e, static_masking=2) for e in range(4)]
+    assert static[0] == static[2] and static[1] == static[3] and static[0] != static[1]
+    dynamic = [_epoch_rows(corpus, e) for e in range(3)]
+    assert dynamic[0] != dynamic[2] and dynamic[0] == static[0]  # copy 0 is epoch 0's draw
+
+
+def test_the_options_reach_the_batches():
+    """--mask-split, --mask-rate and --sentence-task change what the loader gives."""
+    corpus = _toy_corpus(1)
+    loader = data.pretraining_dataloader(corpus, batch_size=64, seed=0, max_seq_length=24,
+                                         mlm_probability=0.4, task="none",
+                                         mask_split=MaskSplit(1.0, 0.0, 0.0))  # fmt: skip
+    batch = next(iter(loader))
+    chosen = batch["labels"] != IGNORE_INDEX
+    assert (batch["input_ids"][chosen] == corpus.vocab.mask_id).all()  # 100% [MASK]
+    real = (batch["attention_mask"] == 1) & (batch["input_ids"] > 4) | chosen
+    n_chosen, n = int(chosen.sum()), int(real.sum())
+    assert abs(n_chosen / n - 0.4) < 4 * (0.24 / n) ** 0.5  # the rate, within 4 SE
+    assert (batch["next_sentence_label"] == 0).all()  # no sentence task: pairs in order
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--mask-split", "0.8,0.1,0.2"], "must sum to 1"),
+        (["--mask-split", "0.8,0.2"], "three comma-separated"),
+        (["--mask-rate", "0"], r"masking rate \(--mask-rate\) must be in \(0, 1\)"),
+        (["--mlm-probability", "1.5"], r"must be in \(0, 1\)"),
+        (["--static-masking", "0"], "number of copies >= 1"),
+        (["--whole-word-masking", "jieba"], "needs --lang zh"),
+        (["--sentence-task", "order"], "invalid choice"),
+    ],
+)
+def test_bad_pretraining_choices_are_refused_clearly(args, message, capsys):
+    with pytest.raises(SystemExit):
+        main([*args, "--steps", "1", "--output", "/nonexistent/never-written"])
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_the_choices_are_saved_and_a_resume_keeps_them(tmp_path):
+    argv = ["--model", "custom", "--tokenizer", "bert", "--layers", "1", "--hidden", "32", "--heads", "2",
+            "--max-seq-length", "32", "--batch-size", "4", "--steps", "3", "--stop-after", "2",
+            "--eval-examples", "8", "--eval-every", "0", "--no-progress", "--no-plots", "--no-peak",
+            "--threads", "1", "--output", str(tmp_path), "--mask-split", "0,0.2,0.8",
+            "--mask-rate", "0.4", "--sentence-task", "none", "--static-masking", "3",
+            "--whole-word-masking"]  # fmt: skip
+    main(argv)
+    saved = PretrainConfig.load(tmp_path)
+    assert (saved.mask_split, saved.mlm_probability, saved.sentence_task) == (MaskSplit(0, 0.2, 0.8), 0.4, "none")  # fmt: skip
+    assert (saved.static_masking, saved.whole_word_mask, saved.word_source) == (3, True, "gold")
+    report = main(["--resume", str(tmp_path), "--no-progress", "--threads", "1"])
+    assert report["steps_done"] == 3 and report["config"]["mask_split"] == {"mask": 0.0, "same": 0.2, "random": 0.8}  # fmt: skip
+    with pytest.raises(ValueError, match="sentence_task='nsp'"):
+        run(saved.replace(sentence_task="nsp", steps=3, resume=str(tmp_path), progress=False))
+
+
+def test_no_sentence_task_leaves_the_nsp_head_untrained(tmp_path):
+    """--sentence-task none: the loss is MLM alone, so the NSP head gets no gradient (AdamW
+    skips it: no decay either) while the MLM head learns."""
+    from bertcourse.model import BertForPreTraining
+
+    cfg = SMOKE.replace(steps=3, output_dir=str(tmp_path), sentence_task="none", eval_every=0,
+                        plots=False, measure_peak=False)  # fmt: skip
+    run(cfg)
+    trained, tokenizer = load_checkpoint(tmp_path)
+    torch.manual_seed(cfg.seed)  # the run's initialisation (bertcourse.pretrain._prepare)
+    init = BertForPreTraining(cfg.model_config(data.Vocab.from_tokenizer(tokenizer)))
+    for name, before in init.state_dict().items():
+        after = trained.state_dict()[name]
+        if "seq_relationship" in name:
+            assert torch.equal(before, after), name
+    assert not torch.equal(init.state_dict()["cls.predictions.bias"], trained.state_dict()["cls.predictions.bias"])  # fmt: skip
+
+
+def test_jieba_word_starts_follow_jiebas_words():
+    """--whole-word-masking jieba: a token starts a word where jieba's cut starts one. jieba's
+    README example: 我来到北京清华大学 -> 我 / 来到 / 北京 / 清华大学 (its default dictionary)."""
+    from bertcourse.zh import jieba_word_starts
+
+    assert jieba_word_starts(list("我来到北京清华大学")) == [1, 1, 0, 1, 0, 1, 0, 0, 0]
+    # tokens of several characters, "##" pieces counted by their text
+    assert jieba_word_starts(["我", "来到", "北", "##京", "清华", "##大学"]) == [1, 1, 1, 0, 1, 0]

@@ -75,7 +75,8 @@ def check_resume(cfg: PretrainConfig, saved: PretrainConfig) -> None:
     """Refuse to resume with settings that change the model, the data or its order."""
     fixed = ("model", "layers", "hidden", "heads", "intermediate", "tokenizer", "text_files",
              "documents", "lang", "max_seq_length", "batch_size", "seed", "heldout_percent",
-             "eval_seq_length")  # fmt: skip
+             "eval_seq_length", "mlm_probability", "mask_split", "sentence_task",
+             "static_masking", "whole_word_mask", "word_source")  # fmt: skip
     diff = [f for f in fixed if getattr(cfg, f) != getattr(saved, f)]
     if diff:
         raise ValueError(

@@ -12,8 +12,11 @@ from bertcourse import pretrain
 from bertcourse.distributed import teardown_distributed
 from bertcourse.fillmask import fill_mask, format_probability
 from bertcourse.languages import language_codes
+from bertcourse.mlm import MaskSplit
+from bertcourse.nsp import TASKS
 from bertcourse.pretrain import MODEL_SIZES, PretrainConfig, run
 from bertcourse.pretraining.checkpoint import load_checkpoint
+from bertcourse.pretraining.config import WORD_SOURCES
 from bertcourse.pretraining.evaluation import evaluate_checkpoint
 
 PROG = "python -m bertcourse.pretrain"
@@ -59,17 +62,40 @@ def _train_parser() -> argparse.ArgumentParser:
         help="pack several pairs per row (no padding); --batch-size then counts rows",
     )
     g.add_argument(
+        "--mask-rate",
         "--mlm-probability",
+        dest="mlm_probability",
         type=float,
-        help=f"share of tokens chosen for prediction in training (default {d.mlm_probability}; "
-        "BERT: 0.15)",
+        help=f"share of tokens chosen for prediction in training, in (0, 1) (default "
+        f"{d.mlm_probability}; BERT: 0.15)",
+    )
+    g.add_argument(
+        "--mask-split",
+        type=_mask_split,
+        help=f"MASK,SAME,RND: what a chosen token shows, shares summing to 1 (default "
+        f"{d.mask_split}, BERT's)",
+    )
+    g.add_argument(
+        "--sentence-task",
+        choices=TASKS,
+        help="nsp (BERT's next-sentence prediction, the default), sop (ALBERT's sentence "
+        "order) or none (no sentence loss)",
+    )
+    g.add_argument(
+        "--static-masking",
+        type=int,
+        metavar="N",
+        help="the original release's static data: pairs cut and masked once, in N copies read "
+        "in turn (default: dynamic, new pairs and masks every epoch)",
     )
     g.add_argument(
         "--whole-word-masking",
-        dest="whole_word_mask",
-        action="store_true",
-        default=None,
-        help="choose whole words to mask, not single tokens (Chinese: the gold words)",
+        dest="word_source",
+        nargs="?",
+        const="gold",
+        choices=WORD_SOURCES,
+        help="choose whole words to mask, not single tokens; the words: gold (the default: the "
+        "corpus's, for Chinese its gold segmentation) or jieba (Chinese)",
     )
     g.add_argument(
         "--eval-seq-length",
@@ -107,6 +133,13 @@ def _train_parser() -> argparse.ArgumentParser:
     a("--no-progress", dest="progress", action="store_false", default=None, help="no tqdm bar")
     a("--no-plots", dest="plots", action="store_false", default=None, help="no PNG plots")
     return p
+
+
+def _mask_split(text: str) -> MaskSplit:
+    try:
+        return MaskSplit.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _fill_mask_main(argv: list[str]) -> None:
@@ -180,6 +213,8 @@ def main(argv: list[str] | None = None) -> dict | None:
     parser = _train_parser()
     args = vars(parser.parse_args(argv))
     given = {k: v for k, v in args.items() if v is not None}
+    if "word_source" in given:  # --whole-word-masking [gold|jieba]
+        given["whole_word_mask"] = True
     try:
         base = PretrainConfig.for_language(given.get("lang", "en"))
     except ValueError as e:  # an unknown --lang

@@ -10,11 +10,16 @@ from typing import Any
 
 from bertcourse.config import BertConfig
 from bertcourse.languages import get_language
+from bertcourse.mlm import BERT_SPLIT, MaskSplit
+from bertcourse.nsp import TASKS
 from bertcourse.vocab import Vocab
 
 MODEL_SIZES = ("tiny", "mini", "small", "base", "custom")
 HELDOUT_SEED = 0  # the held-out pairs and masks: the same for every run (see eval_seq_length)
 CHECKPOINT_DIR = "checkpoint"
+WORD_SOURCES = ("gold", "jieba")
+"""Where whole-word masking takes its words: the corpus's own (Chinese: the gold segmentation of
+People's Daily; English: runs without a space), or jieba's segmentation of the text (Chinese)."""
 
 
 @dataclass
@@ -52,6 +57,13 @@ class PretrainConfig:
     # mlm_probability and all its tokens are chosen; the 80/10/10 draw stays per token. Words:
     # the corpus's (Chinese: the gold segmentation; English: runs without a space)
     whole_word_mask: bool = False
+    word_source: str = "gold"  # the words of whole_word_mask: one of WORD_SOURCES
+    # What a chosen token shows: [MASK] / itself / a random id (BERT's Table 8 tried six splits)
+    mask_split: MaskSplit = BERT_SPLIT
+    sentence_task: str = "nsp"  # "nsp" (BERT), "sop" (ALBERT) or "none" (no sentence loss)
+    # None: dynamic masking (new pairs and masks every epoch, RoBERTa); N: the original
+    # release's static data, cut and masked once in N copies (its dupe_factor), read in turn
+    static_masking: int | None = None
     heldout_percent: float = 5.0
     # The held-out set is one set of questions for every run: pairs cut to eval_seq_length
     # tokens (or the run's max_seq_length if shorter), drawn with HELDOUT_SEED and BERT's 15%
@@ -89,6 +101,30 @@ class PretrainConfig:
 
     def __post_init__(self) -> None:
         get_language(self.lang)  # a clear error for an unknown language, before any work
+        self._check_masking()
+
+    def _check_masking(self) -> None:
+        """The pretraining choices (chapter 10's ablations): clear errors before any work."""
+        if isinstance(self.mask_split, str):  # the command line's "0.8,0.1,0.1"
+            self.mask_split = MaskSplit.parse(self.mask_split)
+        elif isinstance(self.mask_split, dict):  # a saved config.json
+            self.mask_split = MaskSplit(**self.mask_split)
+        elif isinstance(self.mask_split, (list, tuple)):
+            self.mask_split = MaskSplit(*self.mask_split)
+        if not isinstance(self.mask_split, MaskSplit):
+            raise TypeError(f"mask_split must be a MaskSplit, got {self.mask_split!r}")
+        p = self.mlm_probability
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
+            raise ValueError(f"the masking rate (--mask-rate) must be in (0, 1), got {p!r}")
+        if self.sentence_task not in TASKS:
+            raise ValueError(f"sentence_task must be one of {TASKS}, got {self.sentence_task!r}")
+        if self.word_source not in WORD_SOURCES:
+            raise ValueError(f"word_source must be one of {WORD_SOURCES}, got {self.word_source!r}")  # fmt: skip
+        if self.word_source == "jieba" and self.lang != "zh":
+            raise ValueError("jieba segments Chinese: --whole-word-masking jieba needs --lang zh")
+        n = self.static_masking
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"--static-masking is a number of copies >= 1, got {n!r}")
 
     def replace(self, **changes: Any) -> PretrainConfig:
         return dataclasses.replace(self, **changes)
