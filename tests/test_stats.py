@@ -31,6 +31,10 @@ def test_by_hand():
     assert c.verdict == DIFFERS
     # d = 0.1, -0.1, 0.05: mean 1/60, SE 0.0601: cannot tell
     assert paired_comparison([0.5, 0.5, 0.55], [0.4, 0.6, 0.5]).verdict == CANNOT_TELL
+    # d = 0.1, 0, 0.05: mean 0.05, SE 0.05 / sqrt(3) = 0.0289: 1.7 SE, under the 2 SE line
+    c = paired_comparison([0.6, 0.5, 0.55], [0.5, 0.5, 0.5])
+    assert c.mean_difference / c.standard_error == pytest.approx(3**0.5)
+    assert c.verdict == CANNOT_TELL
     # no difference at all, no spread: nothing to claim
     assert paired_comparison([0.3, 0.4], [0.3, 0.4]).verdict == CANNOT_TELL
 
