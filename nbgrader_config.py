@@ -16,7 +16,10 @@ nbgrader joins `CourseDirectory.root` with `directory_structure`
 `*_directory` names below, so a step name may contain a "/" (".grading/submitted").
 """
 
+import atexit
 import os
+import shutil
+import tempfile
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -61,6 +64,20 @@ c.Execute.timeout = 60
 # preprocessor; the test helpers in bertcourse.grading silence warnings themselves.)
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"\w*Warning: "
+
+# Kernels over IPC, not TCP: ipykernel 7 warns "Kernel is running over TCP without encryption"
+# at every kernel start over TCP (once per `nbgrader validate`). nbgrader's kernels (validate, the
+# Validate button, autograde) run on this machine, so their sockets are files in a private folder
+# (mode 0700) of each process that reads this file, removed at its exit. `ip` must be set: a
+# manager without a connection file (nbclient's) names the sockets "kernel-ipc-<n>" in its own
+# current folder, not the kernel's. A Unix socket's path holds at most 107 bytes; on Windows (no
+# IPC) or with a longer temporary folder the kernels keep TCP. (The book build's kernels:
+# bertcourse/viz/kernels_ext.py. The grader's jailed kernels use IPC on their own.)
+_KERNEL_SOCKETS = os.path.join(tempfile.mkdtemp(prefix="nbgrader-kernel-"), "kernel")
+atexit.register(shutil.rmtree, os.path.dirname(_KERNEL_SOCKETS), ignore_errors=True)
+if os.name == "posix" and len(os.fsencode(_KERNEL_SOCKETS)) + len("-99") <= 107:
+    c.KernelManager.transport = "ipc"
+    c.KernelManager.ip = _KERNEL_SOCKETS
 
 # A translated release (exercises-zh_CN/, notebook metadata {"bertcourse": {"lang": "zh_CN"}})
 # ends its set-up cell with `grading.set_language("zh_CN")`: the feedback's language. autograde's

@@ -159,6 +159,7 @@ def test_book_builds_on_a_busy_machine_offline_and_renders(tmp_path: Path) -> No
         + "\n--- end of log ---\n"
         + log[-6000:]
     )
+    assert TCP_WARNING not in log  # the pages' kernels run over IPC (kernels_ext)
     html = out / "_build" / "html"
     assert check_site.find_error_outputs(html) == []
     for page in _toc_pages():
@@ -320,6 +321,8 @@ def test_every_chapter_links_its_exercise_in_jupyterlab() -> None:
 
 # --- failures are loud and not remembered (issue 21) ---------------------------------------
 
+# ipykernel 7's warning at each start of a kernel over TCP (bertcourse/viz/kernels_ext.py)
+TCP_WARNING = "Kernel is running over TCP"
 MINI_CONFIG = """title: mini
 only_build_toc_files: true
 execute:
@@ -330,6 +333,7 @@ execute:
 sphinx:
   local_extensions:
     book_ext: {ext}
+    kernels_ext: {ext}
   config:
     nb_execution_show_tb: true
     html_extra_path: [_mathjax/site]
@@ -401,6 +405,7 @@ def test_a_failed_page_fails_every_build_until_it_is_fixed(tmp_path: Path) -> No
     proc = _build(book, book, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "/bad.md: Executing notebook" in proc.stdout + proc.stderr
+    assert TCP_WARNING not in log + proc.stdout + proc.stderr  # myst-nb's kernels: IPC too
     assert check_site.find_error_outputs(out / "html") == []
 
 
@@ -432,6 +437,7 @@ def test_pages_execute_side_by_side_into_the_cache(tmp_path: Path) -> None:
     assert "book_ext: executing 2 pages, 2 at a time" in log
     assert "Executing notebook" not in log  # Sphinx's read found both in the cache
     assert log.count("Using cached notebook") >= 2
+    assert TCP_WARNING not in log  # book_ext's page workers start their kernels over IPC
     assert check_site.find_error_outputs(book / "_build" / "html") == []
 
 

@@ -321,7 +321,7 @@ def _execute_page(notebook_json: str, cwd: str, timeout, allow_errors: bool) -> 
     """One page, in a worker process, as myst-nb's cache client executes it:
     (the executed notebook, the error or None, seconds)."""
     import nbformat
-    from jupyter_cache.executors.utils import single_nb_execution
+    from kernels_ext import single_nb_execution  # jupyter-cache's, the kernel over IPC
 
     notebook = nbformat.reads(notebook_json, as_version=4)
     result = single_nb_execution(notebook, cwd=cwd, timeout=timeout, allow_errors=allow_errors,
