@@ -169,7 +169,7 @@ def test_glossary_is_parsed_and_each_term_appears_once() -> None:
         "预热": "warmup",
         "学习率调度": "learning rate schedule",
         "梯度裁剪": "gradient clipping",
-        "分词": "tokenization",
+        "词元化": "tokenization",
         "全词掩码": "whole-word masking",
         "词表": "vocabulary",
         "子词": "subword",
@@ -178,7 +178,7 @@ def test_glossary_is_parsed_and_each_term_appears_once() -> None:
         "交叉熵": "cross-entropy",
         "微调": "fine-tuning",
         "预训练": "pretraining",
-        "隐藏状态": "hidden state",
+        "隐状态": "hidden state",
         "嵌入": "embedding",
     }
     assert {z: e for z, e in terms if z in wanted} == wanted
