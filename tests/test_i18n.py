@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -472,3 +473,56 @@ def test_the_theme_words_the_book_adds_are_in_chinese() -> None:
     po = {e.msgid: e.msgstr for e in polib.pofile(str(i18n.CATALOGS / "sphinx.po")) if e.msgstr}
     for message in [footer, *prompts]:
         assert i18n._CJK.search(po.get(message, "")), f"sphinx.po: no Chinese for {message!r}"
+
+
+# --- emphasis that Chinese punctuation breaks ------------------------------------------------
+
+
+def _literal_stars(markdown: str) -> int:
+    """Stars a reader sees: `*` left in the text of `markdown` once the book's parser (MyST's
+    markdown-it, with _config.yml's extensions) has made emphasis and strong of the others."""
+    return sum(token.content.count("*") for token in _text_tokens(_md_parser().parse(markdown)))
+
+
+@functools.cache
+def _md_parser():
+    import yaml
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    parse = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["parse"]
+    config = MdParserConfig(
+        enable_extensions=set(parse["myst_enable_extensions"]),
+        dmath_double_inline=parse.get("myst_dmath_double_inline", False),
+    )
+    return create_md_parser(config, RendererHTML)
+
+
+def _text_tokens(tokens):
+    for token in tokens:
+        if token.type == "text":
+            yield token
+        yield from _text_tokens(token.children or [])
+
+
+def test_emphasis_survives_chinese_punctuation() -> None:
+    """`**…吗？**在` never closes: CommonMark does not let `**` end a run when a punctuation mark
+    precedes it and a letter follows. Every translated entry of the pages' and exercises'
+    catalogues is rendered; it must not show more literal stars than its English."""
+    broken = []
+    for po in sorted(i18n.CATALOGS.rglob("*.po")):
+        if po.stem in (*i18n.THEME_DOMAINS, i18n.FIGURES_DOMAIN, i18n.FEEDBACK_DOMAIN):
+            continue  # not markdown
+        for entry in polib.pofile(str(po)):
+            if entry.msgstr and not entry.fuzzy and not entry.obsolete:
+                if _literal_stars(entry.msgstr) > _literal_stars(entry.msgid):
+                    broken.append(f"{po.relative_to(i18n.CATALOGS)}: {entry.msgstr[:70]!r}")
+    assert not broken, "emphasis left as stars:\n" + "\n".join(broken)
+
+
+def test_a_star_run_closed_by_punctuation_is_seen() -> None:
+    assert _literal_stars("**实现了 80/10/10 吗？**在实际的长度下") == 4
+    assert _literal_stars("**实现了 80/10/10 吗**？在实际的长度下") == 0
+    assert _literal_stars("把*所有参数*训练几个迭代周期") == 0
+    assert _literal_stars("`a * b` 与 $a * b$") == 0  # code and math are not text
