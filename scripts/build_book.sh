@@ -11,7 +11,8 @@
 # (bertcourse/viz/book_ext.py), so editing the package re-executes the pages. Only successful
 # executions are cached: a page that failed is executed again on the next run, and after a
 # failed build every page is read again, so its warnings are reported again.
-# `rm -rf _build` gives a build from clean. The build's log is kept in _build/build.log.
+# `rm -rf _build` gives a build from clean. The build's log is kept in _build/build.log (the
+# Chinese edition's in _build/i18n.log).
 #
 # The last lines are always: the website's path, or `== FAILED:` with the page, the cell and the
 # error (or the step that failed); then the `source .../activate` line when one is needed.
@@ -63,9 +64,17 @@ if [ "$status" != 0 ]; then
   exit "$status"
 fi
 echo "== book built in $(($(date +%s) - start)) s"
-# the Chinese edition into _build/html/zh, from the same execution cache (locales/README.md)
-_bc_failure="the Chinese edition (python scripts/i18n.py build: see the FAIL lines or warnings above)"
-"$BERTCOURSE_PYTHON" scripts/i18n.py build
+# the Chinese edition into _build/html/zh, from the same execution cache (locales/README.md). Its
+# log is kept in _build/i18n.log; the catalogue check's glossary notes (a translated paragraph
+# without the glossary's Chinese term, a hint for translators: `python scripts/i18n.py check`)
+# go there only, not to the terminal, where a learner would read them as the build's last words.
+_bc_failure="the Chinese edition (python scripts/i18n.py build: see the FAIL lines or warnings above, and _build/i18n.log)"
+set +e
+PYTHONUNBUFFERED=1 "$BERTCOURSE_PYTHON" scripts/i18n.py build 2>&1 | tee _build/i18n.log \
+  | grep -v '^  glossary warning: '
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" != 0 ]; then exit "$status"; fi
 
 # the pages must show no error output (and, with --check, render in headless Chromium)
 site_args=(--no-browser)

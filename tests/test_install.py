@@ -100,6 +100,7 @@ def _recording_env(
     pip_fails: bool = False,
     fresh: bool = False,
     build_log: str | None = None,
+    i18n_log: str | None = None,
 ) -> Path:
     """A fake environment whose python records what install/build/test would run.
 
@@ -108,7 +109,7 @@ def _recording_env(
     outside a virtual environment); anything else (pip --version, the MathJax copy, the torch
     plan, the JupyterLab roles) runs on this interpreter for real. `fresh`: nothing installed
     yet (no torch; the requirements check passes once pip has run). `build_log`: the book
-    build prints it and fails.
+    build prints it and fails. `i18n_log`: the Chinese edition's build prints it.
     """
     installed = folder / "installed"
     if pip_fails:
@@ -125,6 +126,11 @@ def _recording_env(
         (folder / "build.log").parent.mkdir(parents=True, exist_ok=True)
         (folder / "build.log").write_text(build_log)
         build = f'cat "{folder / "build.log"}"; exit 1'
+    i18n = "exit 0"
+    if i18n_log is not None:
+        (folder / "i18n.log").parent.mkdir(parents=True, exist_ok=True)
+        (folder / "i18n.log").write_text(i18n_log)
+        i18n = f'cat "{folder / "i18n.log"}"; exit 0'
     _script(
         folder / "bin" / "python",
         f"""echo "python $*" | tr '\\n' ' ' >> "{calls}"; echo >> "{calls}"
@@ -133,7 +139,8 @@ case "$*" in
   *"-m pip install"*) {pip} ;;
   *'m.version("torch")'*) {torch} ;;
   *jupyter_book*) {build} ;;
-  *check_site.py*|*i18n.py*|*"-m ruff"*|*"-m pytest"*) exit 0 ;;
+  *i18n.py*) {i18n} ;;
+  *check_site.py*|*"-m ruff"*|*"-m pytest"*) exit 0 ;;
 esac
 exec "{sys.executable}" "$@"
 """,
@@ -303,6 +310,21 @@ def test_build_book_needs_python_only(tmp_path: Path, fakes: Fakes) -> None:
     if shutil.which("chromium", path=os.environ["PATH"]):
         assert "Debian packages already there: chromium" in checked.stdout
     assert not [c for c in fakes.called() if c.startswith(("npm", "node"))]
+
+
+def test_the_glossary_notes_go_to_the_log_not_the_last_lines(tmp_path: Path, fakes: Fakes) -> None:
+    """The Chinese edition's catalogue check prints glossary notes for translators (a term's
+    Chinese name missing from a translation); the build keeps them in _build/i18n.log and shows
+    everything else of that step, its warnings and failures included."""
+    note = "  glossary warning: book/ch07_model: 'batch' without '批量': 'Mask a batch…'"
+    kept = ["book/ch07_model  79/79  100.0%", "WARNING: a real warning of the Chinese build"]
+    i18n_log = "\n".join([kept[0], note, kept[1]]) + "\n"
+    env_dir = _recording_env(tmp_path / "env", fakes.calls, i18n_log=i18n_log)
+    proc = _run(["bash", str(SCRIPTS / "build_book.sh")], fakes.env(VIRTUAL_ENV=str(env_dir)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "glossary warning" not in proc.stdout + proc.stderr
+    assert all(line in proc.stdout for line in kept), proc.stdout
+    assert (ROOT / "_build" / "i18n.log").read_text() == i18n_log
 
 
 def test_without_apt_or_root_chromium_is_skipped_with_the_reason(
