@@ -30,6 +30,7 @@ class Term:
     banned: str  # a regular expression of the variants it replaces
     only_if: str = ""  # checked only where the English (msgid) matches this (case-insensitive)
     unless: str = ""  # ... and does not match this
+    term: bool = True  # a technical term, in the glossary (not a form such as a hint's label)
 
 
 TERMS = (
@@ -48,6 +49,9 @@ TERMS = (
     Term("epoch", "迭代周期", r"轮次|轮数|轮训练|\d\s*轮|几轮|每轮|一轮", r"epoch"),
     # the course keeps 掩码 (mask, masked language model) where d2l-zh writes 掩蔽
     Term("mask", "掩码", r"掩蔽", unless=r"d2l"),  # (the glossary says why, naming d2l-zh's)
+    # the forms of a hint's label and of a citation of the seed texts
+    Term("*Hint:*", "*提示*：", r"\*提示：\*", term=False),
+    Term("seed NNN", "种子文本 NNN", r"种子\s*0\d\d|种子文本 0\d\d、种子文本", term=False),
     Term(
         "Going further (not graded)",
         "进一步探索（不计分）",
@@ -103,7 +107,7 @@ def test_the_glossary_names_each_term() -> None:
     chinese = {
         zh for zh, _ in re.findall(r"^\* - (.+)\n  - (.+)$", GLOSSARY.read_text("utf-8"), re.M)
     }
-    missing = [t.chinese for t in TERMS if t.only_if == "" and t.chinese not in chinese]
+    missing = [t.chinese for t in TERMS if t.term and not t.only_if and t.chinese not in chinese]
     assert not missing, f"not in the glossary's Chinese column: {missing}"
 
 
