@@ -8,7 +8,10 @@ the MyST sources under `book/` and fail with the page and line to fix:
 - every chapter page (book/chNN_*.md, from chapter 0) has the parts the introduction promises: learning goals, at least two
   figures, a common-mistakes box and a questions section;
 - one notation for the pooler: the pooled vector is $\\mathbf{c}$ and vectors are rows
-  ($h W_p$, never $W_p h$), as the introduction's notation table says.
+  ($h W_p$, never $W_p h$), as the introduction's notation table says;
+- the introduction's chapter table has a row for every chapter, and the questions page lists
+  every seed question a chapter answers: at least as many questions linking into the chapter,
+  citing every seed the chapter's questions cite.
 """
 
 from __future__ import annotations
@@ -166,3 +169,111 @@ def test_the_notation_check_can_fail() -> None:
     assert OTHER_POOLED_SYMBOL.search(r"u = \tanh\bigl(h W_p\bigr)")
     assert not COLUMN_POOLER.search(r"\mathbf{c} = \tanh(h_{\texttt{[CLS]}} W_p + b_p)")
     assert not OTHER_POOLED_SYMBOL.search(r"\mathbf{c} = \tanh(h_{\texttt{[CLS]}} W_p + b_p)")
+
+
+# --- every chapter in the introduction's table, every seed question on the questions page -----
+
+QUESTIONS = BOOK / "questions.md"
+# a seed question in a chapter: an emphasised question followed by the seed(s) it comes from
+SEED_QUESTION = re.compile(r"^(\*\*?)([^*]+?\?)\1\s+\((seeds? \d{3}[^)]*)\)", re.MULTILINE)
+SEED_NUMBER = re.compile(r"\b\d{3}\b")
+LABEL = re.compile(r"^\(([\w-]+)\)=\s*$", re.MULTILINE)
+LINK = re.compile(r"\{(ref|doc)\}`(?:[^`<]*<)?([^`<>]+)>?`")
+NUMBERED_ITEM = re.compile(r"^\d+\. ", re.MULTILINE)
+SEEDS_CITED = re.compile(r"\((seeds? \d{3}[^)]*)\)")
+
+
+def questions_section(text: str) -> str:
+    """The text of a chapter's seed-questions section (empty if it has none)."""
+    heading = QUESTIONS_HEADING.search(text)
+    if heading is None:
+        return ""
+    rest = text[heading.end() :]
+    following = re.search(r"^## ", rest, re.MULTILINE)
+    return rest[: following.start()] if following else rest
+
+
+def seed_questions(text: str) -> list[tuple[str, set[str]]]:
+    """(question, the seeds it cites) for each seed question of a chapter's page source."""
+    return [
+        (" ".join(m.group(2).split()), set(SEED_NUMBER.findall(m.group(3))))
+        for m in SEED_QUESTION.finditer(questions_section(text))
+    ]
+
+
+def listed_questions(text: str, labels: dict[str, str]) -> list[tuple[set[str], set[str]]]:
+    """(chapters it links into, seeds it cites) for each numbered question of the questions page;
+    `labels` maps each label to the chapter (page stem) that defines it."""
+    starts = [m.start() for m in NUMBERED_ITEM.finditer(text)]
+    items = []
+    for start, end in zip(starts, [*starts[1:], len(text)]):
+        item = re.split(r"\n\s*\n|\n#", text[start:end])[0]
+        chapters = {
+            target if kind == "doc" else labels.get(target, "")
+            for kind, target in LINK.findall(item)
+        }
+        seeds = {n for cited in SEEDS_CITED.findall(item) for n in SEED_NUMBER.findall(cited)}
+        items.append((chapters - {""}, seeds))
+    return items
+
+
+def seed_question_gaps(chapters: dict[str, str], questions_page: str) -> list[str]:
+    """What the questions page misses of the chapters' seed questions ({stem: page source})."""
+    labels = {label: stem for stem, text in chapters.items() for label in LABEL.findall(text)}
+    listed = listed_questions(questions_page, labels)
+    gaps = []
+    for stem, text in chapters.items():
+        asked = seed_questions(text)
+        linking = [seeds for linked, seeds in listed if stem in linked]
+        if len(linking) < len(asked):
+            gaps.append(f"{stem}: {len(asked)} seed questions, {len(linking)} listed")
+        missing = set().union(*(seeds for _, seeds in asked)) - set().union(*linking)
+        if missing:
+            gaps.append(f"{stem}: no listed question cites seed {', '.join(sorted(missing))}")
+    return gaps
+
+
+def chapter_table_rows(intro: str) -> set[int]:
+    return {int(n) for n in re.findall(r"^\| (\d+) \|", intro, re.MULTILINE)}
+
+
+def test_the_introduction_lists_every_chapter() -> None:
+    rows = chapter_table_rows((BOOK / "intro.md").read_text(encoding="utf-8"))
+    numbers = {int(p.stem[2:4]) for p in CHAPTERS}
+    assert rows == numbers, (
+        f"intro.md's chapter table: rows {sorted(rows)}, chapters {sorted(numbers)}"
+    )
+
+
+def test_the_questions_page_lists_every_seed_question() -> None:
+    chapters = {p.stem: p.read_text(encoding="utf-8") for p in CHAPTERS}
+    found = {stem: len(seed_questions(text)) for stem, text in chapters.items()}
+    assert all(found.values()), f"no seed question found in a chapter (format changed?): {found}"
+    gaps = seed_question_gaps(chapters, QUESTIONS.read_text(encoding="utf-8"))
+    assert not gaps, f"book/questions.md lacks the chapters' seed questions: {gaps}"
+
+
+def test_the_seed_question_check_can_fail() -> None:
+    chapter = (
+        "(chX-a)=\n## A\n\n## The seed questions, answered\n\n"
+        "*Why?* (seeds 001, 002) Because.\n\n**How?** (seed 003: a quote) So.\n\n"
+        "*Not a seed question?* Unattributed.\n\n## Exercise\n\n*After?* (seed 004) No.\n"
+    )
+    assert seed_questions(chapter) == [("Why?", {"001", "002"}), ("How?", {"003"})]
+    complete = (
+        "### X\n\n1. Why? (seeds 001, 002) {ref}`chX-a`\n2. How? (seed 003)\n   {doc}`ch99_x`\n"
+    )
+    assert seed_question_gaps({"ch99_x": chapter}, complete) == []
+    one_missing = "### X\n\n1. Why? (seeds 001, 002) {ref}`the answer <chX-a>`\n\n### Y\n"
+    assert seed_question_gaps({"ch99_x": chapter}, one_missing) == [
+        "ch99_x: 2 seed questions, 1 listed",
+        "ch99_x: no listed question cites seed 003",
+    ]
+    elsewhere = (
+        "1. Why? (seeds 001, 002, 003) {doc}`ch01_attention`\n2. How? (seed 003) {ref}`ch01-x`\n"
+    )
+    assert (
+        seed_question_gaps({"ch99_x": chapter}, elsewhere)[0]
+        == "ch99_x: 2 seed questions, 0 listed"
+    )
+    assert chapter_table_rows("| Chapter | x |\n|---|---|\n| 0 | a |\n| 10 | b |\n") == {0, 10}
