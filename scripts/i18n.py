@@ -624,7 +624,8 @@ def glossary_problems(msgid: str, msgstr: str, glossary: list[tuple[str, str]]) 
     """English glossary terms in `msgid` whose Chinese term is missing from `msgstr`."""
     if not _CJK.search(msgstr):
         return []
-    text = invariants(msgid).rest.lower()
+    # special tokens ([MASK], [CLS]) are names, not the words "mask" and "cls"
+    text = re.sub(r"\[[A-Z]+\]", " ", invariants(msgid).rest).lower()
     out = []
     for zh, en in glossary:
         for variant in (v.strip() for v in re.sub(r"\(.*?\)", "", en).split(";")):

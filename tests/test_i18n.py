@@ -526,3 +526,10 @@ def test_a_star_run_closed_by_punctuation_is_seen() -> None:
     assert _literal_stars("**实现了 80/10/10 吗**？在实际的长度下") == 0
     assert _literal_stars("把*所有参数*训练几个迭代周期") == 0
     assert _literal_stars("`a * b` 与 $a * b$") == 0  # code and math are not text
+
+
+def test_every_figure_word_is_translated() -> None:
+    """figures.po has a current Chinese for every word (a fuzzy entry is drawn in English)."""
+    po = polib.pofile(str(i18n.CATALOGS / f"{i18n.FIGURES_DOMAIN}.po"))
+    left = [e.msgid for e in po if not e.obsolete and (e.fuzzy or not e.msgstr)]
+    assert not left, f"figures.po: translate {left}"
