@@ -81,6 +81,48 @@ def accuracy_by_kind(model, config: PretrainConfig) -> dict:
     }
 
 
+def slice_losses(perturb_seed: int | None = None) -> dict[int, float]:
+    """The training losses of the page's 40-step slice; with ``perturb_seed``, every initial
+    weight moved by half a unit in the last place (float32: a relative 2**-24, signs drawn
+    from the seed), the size of one rounding that another machine's kernels may do otherwise."""
+    import bertcourse.pretrain as pretrain
+
+    plain = pretrain.BertForPreTraining
+
+    class Perturbed(plain):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            g = torch.Generator().manual_seed(perturb_seed)
+            with torch.no_grad():
+                for p in self.parameters():
+                    sign = torch.randint(0, 2, p.shape, generator=g).to(p.dtype) * 2 - 1
+                    p.mul_(1 + sign * 2.0**-24)
+
+    pretrain.BertForPreTraining = plain if perturb_seed is None else Perturbed
+    try:
+        with tempfile.TemporaryDirectory() as run_dir, contextlib.redirect_stderr(io.StringIO()):
+            result = train(page_config(run_dir, stop_after=40, eval_examples=128))
+    finally:
+        pretrain.BertForPreTraining = plain
+    return {r["step"]: r["mlm_loss"] for r in result.report["history"]["train"]}
+
+
+def rounding_spread() -> float:
+    """How far one rounding's difference in every weight moves the slice's losses: the largest
+    change at a logged step over two draws of the signs."""
+    base = slice_losses()
+    return max(abs(slice_losses(seed)[k] - base[k]) for seed in (1, 2) for k in base)
+
+
+def slice_tolerance(spread: float, config: PretrainConfig) -> float:
+    """How close another machine's slice must come to the committed losses: the corpus and the
+    vocabulary ship with the package, so only the float32 kernels' rounding may differ. A sum of
+    n terms may round up to n units in the last place differently; the longest sum of the model
+    is the output layer's, over the vocabulary; so ``vocabulary size x spread``."""
+    vocab_size = int(config.tokenizer.rsplit("-", 1)[1])  # "wordpiece-8192"
+    return vocab_size * spread
+
+
 def main(argv: list[str] | None = None) -> dict:
     from benchmarks.fillmask_heads import provenance
 
@@ -120,6 +162,8 @@ def main(argv: list[str] | None = None) -> dict:
             ]
             for q in QUERIES
         },
+        "rounding_spread": (spread := rounding_spread()),
+        "slice_tolerance": slice_tolerance(spread, config),
         "cpu_seconds": time.process_time() - t0,
     }
     best = out["by_kind"]["best_constant"]

@@ -4,7 +4,6 @@ benchmarks/ch07_pretraining.py (the 400-step pretraining run)."""
 
 import importlib.util
 import json
-import platform
 import sys
 import tempfile
 from dataclasses import asdict, fields
@@ -115,9 +114,10 @@ def test_pretraining_first_steps_reproduce(pretraining):
     here = {r["step"]: r["mlm_loss"] for r in result.report["history"]["train"]}
     there = {r["step"]: r["mlm_loss"] for r in committed["report"]["history"]["train"]}
     assert len(here) >= 2
-    # the English corpus is the running Python's own documentation: under another Python version
-    # the text, and so the losses, differ a little (0.03 nats seen with Debian's 3.11.2)
-    tolerance = 1e-3 if platform.python_version() == committed["python"] else 0.1
+    # the same on every machine but for the float32 kernels' rounding (the chapter explains the
+    # tolerance: benchmarks/ch07_pretraining.slice_tolerance)
+    tolerance = committed["slice_tolerance"]
+    assert 0 < tolerance < 1e-3
     assert [here[k] for k in sorted(here)] == pytest.approx(
         [there[k] for k in sorted(here)], abs=tolerance
     )
