@@ -20,7 +20,7 @@ from bertcourse.grading.mistakes import HEADLINE_WIDTH, diagnose, distinguishes,
 from bertcourse.grading.values import _compare
 
 # catalogues whose mistakes are random draws: the test cells recognise them by a property
-RANDOM = {"ch03:replace", "ch05:nsp_pairs", "ch05:sop_pairs"}
+RANDOM = {"ch03:replace", "ch05:nsp_pairs", "ch05:sop_pairs", "ch10:corrupt"}
 
 
 def catalogue_keys() -> list[str]:

@@ -210,15 +210,20 @@ class Student:
 # --- tests ----------------------------------------------------------------------------------
 
 
+# assignments whose chapter page is not written yet: chapter 10 needs the ablation grid's data
+# (issue 38); its exercises only use chapters 3 and 8
+AHEAD_OF_CHAPTER = {"ch10"}
+
+
 def test_solution_notebooks_match_their_sources():
     """solutions/chNN_*/<topic>.ipynb is what solutions/_src/chNN_*.py builds."""
     chapters = {p.stem.split("_")[0] for p in (ROOT / "book").glob("ch[0-9][0-9]_*.md")}
-    # every chapter has an assignment, and no assignment lacks its chapter
+    # every chapter has an assignment, and no assignment lacks its chapter but those that come
+    # before it (when the chapter lands, it must leave AHEAD_OF_CHAPTER)
     without_assignment: set[str] = set()
-    assert {a.split("_")[0] for a in ASSIGNMENTS} == chapters - without_assignment, (
-        ASSIGNMENTS,
-        chapters,
-    )
+    assert not AHEAD_OF_CHAPTER & chapters, f"{AHEAD_OF_CHAPTER & chapters} have chapters now"
+    numbers = {a.split("_")[0] for a in ASSIGNMENTS}
+    assert numbers - AHEAD_OF_CHAPTER == chapters - without_assignment, (ASSIGNMENTS, chapters)
     stale = [
         name
         for name in ASSIGNMENTS
@@ -250,6 +255,8 @@ def test_exercise_titles_match_the_chapters():
     """`# Exercises N: <title>` where <title> is the chapter's own title in book/."""
     for name in ASSIGNMENTS:
         number = name.split("_")[0]
+        if number in AHEAD_OF_CHAPTER:
+            continue
         pages = list((ROOT / "book").glob(f"{number}_*.md"))
         assert len(pages) == 1, (name, pages)
         title = next(

@@ -182,4 +182,6 @@ EXTRA_BY_MODULE: dict[str, tuple[str, ...]] = {
     "bertcourse.optim": _NN_BLOCKS + ("torch.optim.Optimizer",),
     "bertcourse.embeddings": _NN_BLOCKS,
     "bertcourse.attention": _NN_BLOCKS,
+    # chapter 10's paired comparison
+    "bertcourse.stats": _paths("statistics", "mean fmean stdev variance pstdev pvariance median"),
 }
