@@ -12,10 +12,19 @@
 # `raise NotImplementedError()`. Then run the test cell below it: it prints `OK ...` or a
 # message with the shapes, the expected and the obtained values. When your notebook is graded,
 # hidden tests also run, with other shapes, dtypes and edge cases: write general code, not code
-# for the example. Use any PyTorch function, except the one a part asks you to write
-# (here `torch.nn.functional.scaled_dot_product_attention`, `nn.MultiheadAttention` and
-# bertcourse's own attention): the tests disable those, and an answer that calls them earns
-# nothing. Check the whole notebook with the **Validate** button (or `nbgrader validate`).
+# for the example. The functions that do a part's work (here
+# `torch.nn.functional.scaled_dot_product_attention`, `nn.MultiheadAttention` and bertcourse's
+# own attention) are disabled while your answer is checked. Check the whole notebook with the
+# **Validate** button (or `nbgrader validate`).
+#
+# **What an answer may use.** A part that asks you to write something PyTorch or bertcourse
+# already has allows a list of building blocks: tensor arithmetic, reductions, shapes,
+# creation, comparison and indexing, `math`, Python's plain builtins, your own functions and
+# classes, and what the set-up cell imports or the part's statement hands you. The functions
+# that do the part's work are disabled while your answer is checked: an answer that calls them
+# earns nothing. When your course grades with the course's grader (`python -m
+# bertcourse.grade`), an answer that uses anything outside the list is set aside for a person
+# to look at, and scores only after that review.
 #
 # Shapes: B batch, L sequence length, H hidden size, A heads, D = H / A head size.
 

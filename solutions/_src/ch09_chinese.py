@@ -18,6 +18,15 @@
 # transformers' basic tokenizers): an answer that calls them earns nothing. Check everything
 # with **Validate** (or `nbgrader validate`).
 #
+# **What an answer may use.** A part that asks you to write something PyTorch or bertcourse
+# already has allows a list of building blocks: tensor arithmetic, reductions, shapes,
+# creation, comparison and indexing, `math`, Python's plain builtins, your own functions and
+# classes, and what the set-up cell imports or the part's statement hands you. The functions
+# that do the part's work are disabled while your answer is checked: an answer that calls them
+# earns nothing. When your course grades with the course's grader (`python -m
+# bertcourse.grade`), an answer that uses anything outside the list is set aside for a person
+# to look at, and scores only after that review.
+#
 # Everything here is plain Python: strings, lists, `random.Random`.
 
 # %% [code] id=setup
@@ -92,8 +101,9 @@ def character_word_ids(*segments, max_tokens=128):
 # Unicode starts Extension E at U+2B820, and so does google-research/bert's Python rule; the
 # `tokenizers` library, which transformers' `BertTokenizer` runs, starts it at U+2B920. Follow
 # `tokenizers`. Nothing else is Chinese for BERT: not the ideographic full stop 。 or the
-# full-width comma ，, not full-width digits and letters (１, Ａ), not kana or Hangul, not the
-# Extensions F and G that Unicode added later (chapter 9, "Which characters are 'Chinese'").
+# full-width comma ，, not full-width digits and letters (１, Ａ), not kana or Hangul, not
+# Extension F (Unicode 10.0, 2017) or Extension G (Unicode 13.0, 2020), which the ranges leave
+# out (chapter 9, "Which characters are 'Chinese'").
 #
 # Write `isolate_chinese(text)`: the text with `" " + c + " "` in place of each such character
 # `c`, every other character unchanged (no space removed or merged).
