@@ -362,7 +362,7 @@ def test_a_figure_drawn_for_zh_cn_shows_the_catalogues_chinese_words(chinese_fig
     that is a catalogue entry in English is drawn in its Chinese instead."""
     import matplotlib.pyplot as plt
 
-    from bertcourse.viz import attention, masks
+    from bertcourse.viz import attention, masks, mlm
 
     table = _catalogue()
     page_names = {
@@ -370,11 +370,13 @@ def test_a_figure_drawn_for_zh_cn_shows_the_catalogues_chinese_words(chinese_fig
         "received by an average other token": [0.1, 0.1],
     }
     title = "[MASK] is an ordinary key for attention (sentence 1)"
+    rule = "transformers rule (mask_tokens)"
     figs = [
         attention.plot_softmax_saturation(
             [4, 16], {"a": [0.5, 0.9]}, {"a": [0.3, 0.1]}, num_keys=8
         ),
         masks.plot_attention_received(page_names, uniform=0.25, title=title),
+        mlm.plot_replacement_shares({rule: (0.8, 0.1, 0.1)}),  # names as tick labels
     ]
     try:
         drawn = set().union(*(_figure_texts(f) for f in figs))
@@ -388,6 +390,7 @@ def test_a_figure_drawn_for_zh_cn_shows_the_catalogues_chinese_words(chinese_fig
         table[title],
         *(table[name] for name in page_names),
         table["mean attention received"],
+        table[rule],
     }
     assert expected <= drawn, sorted(expected - drawn)
     english = {en for en, zh in table.items() if en != zh}

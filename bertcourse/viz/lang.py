@@ -153,19 +153,33 @@ def translate_figure(fig: Figure) -> Figure:
     if _language == ENGLISH:
         return fig
     from matplotlib.text import Text
-    from matplotlib.ticker import FixedFormatter
 
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
-                if isinstance(formatter, FixedFormatter):  # set_xticks(..., labels): drawn later
-                    formatter.seq = [label(str(s)) for s in formatter.seq]
+            _translate_tick_labels(axis)
     for text in fig.findobj(Text):
         words = text.get_text()
         translated = label(words)
         if translated != words:
             text.set_text(translated)
     return fig
+
+
+def _translate_tick_labels(axis) -> None:
+    """Tick labels given as words (`set_yticks(y, names)`) are written by the axis' formatter
+    at draw time: it is made to translate them (numeric formatters are left alone)."""
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    for major, formatter in (
+        (True, axis.get_major_formatter()),
+        (False, axis.get_minor_formatter()),
+    ):
+        if isinstance(formatter, FixedFormatter):
+            formatter.seq = [label(str(s)) for s in formatter.seq]
+        elif isinstance(formatter, FuncFormatter) and not getattr(formatter, "translated", False):
+            words = FuncFormatter(lambda x, pos, words=formatter: label(str(words(x, pos))))
+            words.translated = True
+            (axis.set_major_formatter if major else axis.set_minor_formatter)(words)
 
 
 def cjk_font_path() -> Path:
