@@ -8,8 +8,8 @@
 
 
 # %% wrong corrupt: chapter 3's second draw with the unconditional share (random, not random / (1 - mask))
-# split: dev
 # names: the second draw not conditioned on the first
+# split: dev
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
@@ -26,8 +26,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong corrupt: the two draws of transformers without the edge mask = 1 (divides by zero)
-# split: dev
 # names: no guard for a MASK share of 1
+# split: dev
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
@@ -45,8 +45,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong corrupt: unpacks the split as (mask, random, same), transformers' order of arguments
-# split: eval
 # names: SAME and RND swapped
+# split: eval
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, rnd, same = split
     if min(split) < 0 or abs(mask + rnd + same - 1) > 1e-9:
@@ -63,8 +63,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong corrupt: labels set where [MASK] is written (the SAME and RND positions are not predicted)
-# split: eval
 # names: labels only where [MASK] is shown
+# split: eval
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
@@ -83,8 +83,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong corrupt: rejects a split whose float sum is not exactly 1 (0.7 + 0.2 + 0.1)
-# split: eval
 # names: the sum of the shares compared with 1 exactly
+# split: eval
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, same, rnd = split
     if mask < 0 or same < 0 or rnd < 0 or mask + same + rnd != 1:
@@ -101,8 +101,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong corrupt: checks the sum but not the signs ((1.2, -0.1, -0.1) sums to 1)
-# split: dev
 # names: an invalid split accepted
+# split: dev
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, same, rnd = split
     if abs(mask + same + rnd - 1) > 1e-9:
@@ -119,8 +119,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong corrupt: 0.15 hard-coded
-# split: dev
 # names: 0.15 hard-coded instead of mlm_probability
+# split: dev
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
@@ -154,8 +154,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong corrupt: writes the corruption into the caller's input_ids
-# split: dev
 # names: the caller's input_ids modified in place
+# split: dev
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
@@ -171,8 +171,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong corrupt: PyTorch's global generator (a seed does not fix the batch)
-# split: dev
 # names: random numbers not drawn from the generator argument
+# split: dev
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
@@ -189,8 +189,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong corrupt: special tokens can be chosen
-# split: eval
 # names: special tokens chosen too
+# split: eval
 def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
@@ -245,8 +245,8 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% wrong paired: the standard error of two independent samples (the seeds' pairing ignored)
-# split: eval
 # names: an unpaired standard error
+# split: eval
 def paired_comparison(a, b):
     if len(a) != len(b) or len(a) < 2:
         raise ValueError("one score per seed in each, at least 2 seeds")
@@ -260,8 +260,8 @@ def paired_comparison(a, b):
 
 
 # %% wrong paired: statistics.pstdev (divides by n)
-# split: eval
 # names: the population standard deviation
+# split: eval
 def paired_comparison(a, b):
     import statistics
 
@@ -275,8 +275,8 @@ def paired_comparison(a, b):
 
 
 # %% wrong paired: the differences' standard deviation as the standard error
-# split: eval
 # names: the standard deviation instead of the standard error
+# split: eval
 def paired_comparison(a, b):
     if len(a) != len(b) or len(a) < 2:
         raise ValueError("one score per seed in each, at least 2 seeds")
@@ -288,8 +288,8 @@ def paired_comparison(a, b):
 
 
 # %% wrong paired: >= 2 SE claims a difference between two identical rows
-# split: eval
 # names: a difference claimed at exactly 2 SE
+# split: eval
 def paired_comparison(a, b):
     if len(a) != len(b) or len(a) < 2:
         raise ValueError("one score per seed in each, at least 2 seeds")
@@ -301,8 +301,8 @@ def paired_comparison(a, b):
 
 
 # %% wrong paired: claims only a positive difference (mean > 2 SE, not |mean| > 2 SE)
-# split: eval
 # names: a difference of b over a never claimed
+# split: eval
 def paired_comparison(a, b):
     if len(a) != len(b) or len(a) < 2:
         raise ValueError("one score per seed in each, at least 2 seeds")
@@ -353,8 +353,8 @@ def paired_comparison(a, b):
 
 
 # %% wrong static: masks every sequence once and repeats the list dupe_factor times
-# split: eval
 # names: the same mask in every copy
+# split: eval
 def static_masked_copies(sequences, dupe_factor, rng, **masking):
     if not isinstance(dupe_factor, int) or dupe_factor < 1:
         raise ValueError("dupe_factor must be a positive integer")
@@ -365,8 +365,8 @@ def static_masked_copies(sequences, dupe_factor, rng, **masking):
 
 
 # %% wrong static: the copies of each sequence drawn one after the other
-# split: dev
 # names: the copies drawn sequence by sequence
+# split: dev
 def static_masked_copies(sequences, dupe_factor, rng, **masking):
     if not isinstance(dupe_factor, int) or dupe_factor < 1:
         raise ValueError("dupe_factor must be a positive integer")
@@ -379,8 +379,8 @@ def static_masked_copies(sequences, dupe_factor, rng, **masking):
 
 
 # %% wrong static: no shuffle (training reads copy 1 of everything, then copy 2, ...)
-# split: eval
 # names: the instances not shuffled
+# split: eval
 def static_masked_copies(sequences, dupe_factor, rng, **masking):
     if not isinstance(dupe_factor, int) or dupe_factor < 1:
         raise ValueError("dupe_factor must be a positive integer")
@@ -388,8 +388,8 @@ def static_masked_copies(sequences, dupe_factor, rng, **masking):
 
 
 # %% wrong static: shuffles inside the copy loop
-# split: eval
 # names: each copy shuffled on its own
+# split: eval
 def static_masked_copies(sequences, dupe_factor, rng, **masking):
     if not isinstance(dupe_factor, int) or dupe_factor < 1:
         raise ValueError("dupe_factor must be a positive integer")
@@ -402,8 +402,8 @@ def static_masked_copies(sequences, dupe_factor, rng, **masking):
 
 
 # %% wrong static: range(1, dupe_factor), one copy short
-# split: eval
 # names: dupe_factor - 1 copies
+# split: eval
 def static_masked_copies(sequences, dupe_factor, rng, **masking):
     if not isinstance(dupe_factor, int) or dupe_factor < 1:
         raise ValueError("dupe_factor must be a positive integer")
