@@ -15,6 +15,15 @@
 # dicts of them. Hidden tests use other sizes and inputs. Check everything with **Validate**
 # (or `nbgrader validate`).
 #
+# **What an answer may use.** A part that asks you to write something PyTorch or bertcourse
+# already has allows a list of building blocks: tensor arithmetic, reductions, shapes,
+# creation, comparison and indexing, `math`, Python's plain builtins, your own functions and
+# classes, and what the set-up cell imports or the part's statement hands you. The functions
+# that do the part's work are disabled while your answer is checked: an answer that calls them
+# earns nothing. When your course grades with the course's grader (`python -m
+# bertcourse.grade`), an answer that uses anything outside the list is set aside for a person
+# to look at, and scores only after that review.
+#
 # Shapes: B batch, L sequence length, H hidden size, C number of labels, N examples.
 
 # %% [code] id=setup
