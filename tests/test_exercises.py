@@ -80,6 +80,7 @@ class Answer:
     label: str
     source: str
     names: str = ""  # for a wrong answer: what its feedback must name ("# names: ..." line)
+    split: str = ""  # for a wrong answer: "dev" or "eval" ("# split: ..." line, issue 37)
 
 
 def load_answers(assignment: str) -> list[Answer]:
@@ -94,6 +95,8 @@ def load_answers(assignment: str) -> list[Answer]:
             answers.append(Answer(match.group(1), match.group(2), match.group(3), ""))
         elif answers and not lines and line.startswith("# names: "):
             answers[-1].names = line.removeprefix("# names: ").strip()
+        elif answers and not lines and line.startswith("# split: "):
+            answers[-1].split = line.removeprefix("# split: ").strip()
         elif answers:
             lines.append(line)
             answers[-1].source = "\n".join(lines).strip("\n")

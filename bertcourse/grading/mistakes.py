@@ -436,7 +436,7 @@ def resolve(mistakes: str | Sequence[Mistake]) -> list[Mistake]:
 def probes(mistakes: str | Sequence[Mistake]) -> list[Probe]:
     """The inputs that tell the mistakes of a catalogue apart (its module's `PROBES[key]`, a
     function that builds them): a mistake is named only when the learner's function also
-    gives what it gives on every one of them."""
+    gives what it gives on every one of them (where the mistake applies)."""
     if not isinstance(mistakes, str):
         return []
     module, key = _split_key(mistakes)
@@ -444,7 +444,25 @@ def probes(mistakes: str | Sequence[Mistake]) -> list[Probe]:
     return list(build()) if build else []
 
 
-def _output(mistake: Mistake, args: tuple, kwargs: dict) -> Any:
+@dataclasses.dataclass(frozen=True)
+class Neighbour:
+    """A plausible wrong answer that is not named (too rare, or no lesson of its own), which
+    the probes must still tell apart from every named mistake of its part: a learner who makes
+    it must never get a named mistake's name. `compute` as in `Mistake`."""
+
+    what: str
+    compute: Callable[..., Any]
+
+
+def neighbours(mistakes: str | Sequence[Mistake]) -> list[Neighbour]:
+    """The unnamed neighbours of a catalogue (its module's `NEIGHBOURS[key]`)."""
+    if not isinstance(mistakes, str):
+        return []
+    module, key = _split_key(mistakes)
+    return list(getattr(module, "NEIGHBOURS", {}).get(key, ()))
+
+
+def _output(mistake: Mistake | Neighbour, args: tuple, kwargs: dict) -> Any:
     """What `mistake` gives on these inputs; None when it does not apply to them."""
     from bertcourse.grading.values import _copy
 
@@ -455,21 +473,16 @@ def _output(mistake: Mistake, args: tuple, kwargs: dict) -> Any:
         return None
 
 
-def distinguishes(
-    mistake: Mistake,
-    outputs: dict[int, Any],
-    entries: Sequence[Mistake],
-    compare: Callable[[Any, Any], list[str]],
+def separated(
+    first: Any, second: Any, cases: Sequence[Probe], compare: Callable[[Any, Any], list[str]]
 ) -> bool:
-    """Does this probe tell `mistake` apart from every other entry (outputs by index)?"""
-    mine = outputs.get(id(mistake))
-    if mine is None:
-        return False
-    return all(
-        compare(mine, other)
-        for entry in entries
-        if entry is not mistake and (other := outputs.get(id(entry))) is not None
-    )
+    """Does some probe tell `first` and `second` (mistakes or neighbours) apart: both apply to
+    it and their outputs differ?"""
+    for args, kwargs in cases:
+        a, b = _output(first, args, kwargs), _output(second, args, kwargs)
+        if a is not None and b is not None and compare(a, b):
+            return True
+    return False
 
 
 def diagnose(
@@ -480,32 +493,38 @@ def diagnose(
     compare: Callable[[Any, Any], list[str]],
     call: Callable[..., Any] | None = None,
 ) -> Mistake | None:
-    """The one known mistake that gives `got` on these inputs and, when `call` runs the
-    learner's function, also gives what the learner's function gives on every probe of the
-    catalogue that tells this mistake apart from the others (its signature). None when no
-    mistake, or more than one, fits: a wrong name is worse than none."""
+    """The one known mistake that gives `got` on these inputs and, when the catalogue has
+    probes, gives what the learner's function (`call`) gives on every probe the mistake applies
+    to. The probes separate each entry from every other entry of the part and from its
+    neighbours (tests/test_mistake_separation.py), so an answer that matches one entry on all of
+    them cannot be another entry. None when no mistake, or more than one, fits, or when the
+    catalogue has probes and `call` is None: a wrong name is worse than none."""
     from bertcourse.grading.values import _copy
 
-    entries = resolve(mistakes)
-    fits = []
-    for mistake in entries:
-        wrong = _output(mistake, args, kwargs)
-        if wrong is not None and not compare(got, wrong):
-            fits.append(mistake)
-    if fits and call is not None:
-        for p_args, p_kwargs in probes(mistakes):
-            outputs = {id(m): _output(m, p_args, p_kwargs) for m in entries}
-            telling = [m for m in fits if distinguishes(m, outputs, entries, compare)]
-            if not telling:
-                continue
-            try:
-                a, k = _copy((p_args, p_kwargs))
-                learner = call(*a, **k)
-            except Exception:  # the learner's function fails where the mistake gives a value
-                return None
-            fits = [m for m in fits if m not in telling or not compare(learner, outputs[id(m)])]
-            if not fits:
-                return None
+    fits = [
+        m
+        for m in resolve(mistakes)
+        if (wrong := _output(m, args, kwargs)) is not None and not compare(got, wrong)
+    ]
+    cases = probes(mistakes)
+    if fits and cases and call is None:
+        return None
+    tried = {id(m): False for m in fits}
+    for p_args, p_kwargs in cases:
+        if not fits:
+            break
+        outputs = {id(m): _output(m, p_args, p_kwargs) for m in fits}
+        if all(out is None for out in outputs.values()):
+            continue
+        try:
+            a, k = _copy((p_args, p_kwargs))
+            learner = call(*a, **k)
+        except Exception:  # the learner's function fails where the mistake gives a value
+            return None
+        fits = [m for m in fits if outputs[id(m)] is None or not compare(learner, outputs[id(m)])]
+        tried.update({id(m): True for m in fits if outputs[id(m)] is not None})
+    if cases:  # a mistake that applies to no probe is never checked on its signature
+        fits = [m for m in fits if tried[id(m)]]
     return fits[0] if len(fits) == 1 else None
 
 

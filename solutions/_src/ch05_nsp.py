@@ -257,6 +257,25 @@ def known(catalogue, name):
     return message(next(m for m in resolve(catalogue) if m.name == name))
 
 
+def check_one_coin_per_pair(labels, document_of, catalogue):
+    """The labels of two neighbouring pairs of one document are independent fair coins, so they
+    differ for half of the neighbours (binomial; one coin per document: never)."""
+    differ = [
+        labels[k] != labels[k + 1]
+        for k in range(len(labels) - 1)
+        if document_of[k] == document_of[k + 1]
+    ]
+    if len(differ) >= 20 and not any(differ):  # 2**-20 for independent coins
+        grading.check_true(False, known(catalogue, "one coin per document, not one per pair"))
+    grading.check_proportion(
+        sum(differ),
+        len(differ),
+        0.5,
+        "share of neighbouring pairs of one document whose labels differ",
+        hint="draw rng.random() < 0.5 once for each pair: the pairs are independent",
+    )
+
+
 def check_nsp_pairs(documents, seed):
     before = copy.deepcopy(documents)
     rng = random.Random(seed)
@@ -306,25 +325,10 @@ def check_nsp_pairs(documents, seed):
                 grading.check_true(
                     False, known("ch05:nsp_pairs", "a random B from A's own document")
                 )
-    # one coin per pair: the labels of two neighbouring pairs of one document are independent
-    # fair coins, so they differ for half of the neighbours (binomial; one coin per document: never)
     document_of = [position[tuple(a)][0] for a, _, _ in pairs]
-    differ = [
-        labels[k] != labels[k + 1]
-        for k in range(len(pairs) - 1)
-        if document_of[k] == document_of[k + 1]
-    ]
-    if len(differ) >= 20 and not any(differ):  # 2**-20 for independent coins
-        grading.check_true(False, known("ch05:nsp_pairs", "one coin per document, not one per pair"))
+    check_one_coin_per_pair(labels, document_of, "ch05:nsp_pairs")
     random_count = sum(label == NOT_NEXT for _, _, label in pairs)
     grading.check_proportion(random_count, len(pairs), 0.5, "share of NOT_NEXT pairs")
-    grading.check_proportion(
-        sum(differ),
-        len(differ),
-        0.5,
-        "share of neighbouring pairs of one document whose labels differ",
-        hint="draw rng.random() < 0.5 once for each pair: the pairs are independent",
-    )
     again = grading.run(nsp_pairs, documents, random.Random(seed), forbid="nsp")
     grading.check_true(
         again == pairs, "the same rng seed gave other pairs", hint="draw only from rng"
@@ -580,6 +584,9 @@ def check_sop_pairs(documents, seed, cls_id=CLS_ID, sep_id=SEP_ID):
             hint="0 for [CLS], the first segment and its [SEP]; 1 for the second segment and the last [SEP]",
         )
     grading.check_proportion(sum(labels), len(labels), 0.5, "share of swapped pairs (label 1)")
+    # one coin per pair, as in Part 3 (its test cell defines the check)
+    document_of = [d for d, document in enumerate(documents) for _ in range(len(document) - 1)]
+    check_one_coin_per_pair(labels, document_of, "ch05:sop_pairs")
     again = grading.run(sop_pairs, documents, random.Random(seed), cls_id, sep_id, forbid="nsp")
     grading.check_true(
         [list(map(list, t[:2])) + [t[2]] for t in again]

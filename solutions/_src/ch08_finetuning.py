@@ -129,6 +129,12 @@ grading.check_close(classifier_head, reference_head, torch.tanh(grading.randn(1,
 pooled64 = torch.tanh(grading.randn(5, 12, seed=18)).double()
 grading.check_close(classifier_head, reference_head, pooled64, grading.randn(3, 12, seed=19).double(), grading.randn(3, seed=20).double(), torch.tensor([2, 0, 1, 1, 0]), **HEAD)
 grading.check_close(classifier_head, reference_head, pooled64, grading.randn(1, 12, seed=21).double(), grading.randn(1, seed=22).double(), grading.randn(5, seed=23), **HEAD)
+# Regression labels in every float dtype, for pooled in each dtype the statement names: the labels
+# are cast to the dtype of pooled (float64 labels must not make a float32 model's loss float64;
+# promotion hides a missing cast only when pooled is the wider one).
+for pooled_dtype in (torch.float32, torch.float64):
+    for label_dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        grading.check_close(classifier_head, reference_head, torch.tanh(grading.randn(5, 12, seed=24)).to(pooled_dtype), grading.randn(1, 12, seed=25).to(pooled_dtype), grading.randn(1, seed=26).to(pooled_dtype), grading.randn(5, seed=27).to(label_dtype), **HEAD)
 # Logits in the thousands: rows 0-1 confident and right (loss exactly 0), row 2 confident and wrong.
 weight = torch.tensor([[3000.0, 0.0], [-3000.0, 0.0], [0.0, 2000.0]])
 extreme_pooled = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [1.0, 0.0]])

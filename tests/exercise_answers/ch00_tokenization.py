@@ -3,9 +3,12 @@
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
 # Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
+# "# split: dev|eval" (tests/answer_split.py): entries of the mistake catalogues are written
+# from the dev half; named/right/wrong is measured on the eval half (scripts/named_mistakes.py).
 
 
 # %% wrong split: ASCII punctuation only (string.punctuation misses ¿ and —)
+# split: dev
 # names: string.punctuation
 def split_on_punctuation(word):
     import string
@@ -24,6 +27,7 @@ def split_on_punctuation(word):
 
 
 # %% wrong split: a run of punctuation stays one word ("?!")
+# split: eval
 # names: a run of punctuation kept as one word
 def split_on_punctuation(word):
     pieces, prev = [], None
@@ -37,6 +41,7 @@ def split_on_punctuation(word):
 
 
 # %% wrong split: Unicode's punctuation categories only ($, ^, + are symbols there)
+# split: dev
 # names: Unicode's punctuation categories only
 def split_on_punctuation(word):
     pieces, start_new = [], True
@@ -74,6 +79,7 @@ def split_on_punctuation(word):
 
 
 # %% wrong basic: accents kept
+# split: dev
 # names: the accents kept
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text)).lower()
@@ -81,6 +87,7 @@ def basic_tokenize(text):
 
 
 # %% wrong basic: Chinese characters not spaced
+# split: dev
 # names: the CJK ideographs not spaced
 def basic_tokenize(text):
     text = clean_text(text)
@@ -91,6 +98,7 @@ def basic_tokenize(text):
 
 
 # %% wrong basic: splits on single spaces (empty words survive)
+# split: eval
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text))
     text = "".join(
@@ -100,6 +108,7 @@ def basic_tokenize(text):
 
 
 # %% wrong basic: str.lower on the whole text (a word-final capital sigma becomes ς)
+# split: eval
 # names: str.lower on the whole text
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text))
@@ -110,6 +119,7 @@ def basic_tokenize(text):
 
 
 # %% wrong basic: NFKD instead of NFD (ligatures, fractions and numerals rewritten)
+# split: eval
 # names: NFKD instead of NFD
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text))
@@ -121,6 +131,7 @@ def basic_tokenize(text):
 
 
 # %% wrong basic: no lowercasing (a cased lookup)
+# split: dev
 # names: no lowercasing
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text))
@@ -129,6 +140,7 @@ def basic_tokenize(text):
 
 
 # %% wrong basic: drops every combining character (Mn, Mc and Me), not only Mn
+# split: eval
 def basic_tokenize(text):
     text = space_chinese_chars(clean_text(text))
     text = "".join(
@@ -151,6 +163,7 @@ def basic_tokenize(text):
 
 
 # %% wrong wordpiece: no ## prefix on continuation pieces
+# split: dev
 # names: no '##' on the pieces that continue a word
 def wordpiece(word, vocab):
     vocab = set(vocab)
@@ -169,6 +182,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: the longest match taken from the end of the word (right to left)
+# split: eval
 # names: the longest match taken from the end of the word
 def wordpiece(word, vocab):
     vocab = set(vocab)
@@ -190,6 +204,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: the inner search stops one short (range's exclusive stop: the whole rest is never tried)
+# split: dev
 def wordpiece(word, vocab):
     vocab = set(vocab)
     if len(word) > 100:
@@ -208,6 +223,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: keeps the pieces found before the gap, then [UNK]
+# split: eval
 # names: the pieces found before a gap kept
 def wordpiece(word, vocab):
     vocab = set(vocab)
@@ -229,6 +245,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: shortest match first
+# split: eval
 # names: the shortest match first
 def wordpiece(word, vocab):
     vocab = set(vocab)
@@ -248,6 +265,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: "##" on the first piece too
+# split: eval
 # names: '##' on the first piece too
 def wordpiece(word, vocab):
     vocab = set(vocab)
@@ -266,6 +284,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: a word of 100 characters is already [UNK] (>= instead of >)
+# split: dev
 # names: [UNK] for a word of exactly 100 characters
 def wordpiece(word, vocab):
     vocab = set(vocab)
@@ -287,6 +306,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: the 100-character limit counted in UTF-8 bytes
+# split: eval
 # names: the length limit counted in UTF-8 bytes
 def wordpiece(word, vocab):
     vocab = set(vocab)
@@ -308,6 +328,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong wordpiece: adds [UNK] to the caller's vocabulary list (modifies its input)
+# split: dev
 def wordpiece(word, vocab):
     if "[UNK]" not in vocab:
         vocab.append("[UNK]")
@@ -366,6 +387,7 @@ def wordpiece(word, vocab):
 
 
 # %% wrong pair: every token type is 0
+# split: eval
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
     a, b = list(ids_a), list(ids_b)
@@ -389,6 +411,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: truncation always cuts A first
+# split: eval
 # names: A truncated first
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
@@ -408,6 +431,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: one token at a time from the longer (the legacy rule, B on ties)
+# split: eval
 # names: the original truncate_seq_pair
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
@@ -427,6 +451,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: padding counted in the attention mask
+# split: eval
 # names: padding counted in the attention mask
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
@@ -451,6 +476,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: only the second text is truncated
+# split: dev
 # names: only the second text truncated
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     a, b = list(ids_a), list(ids_b)
@@ -465,6 +491,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: the last [SEP] typed as segment A
+# split: dev
 # names: the last [SEP] with token type 0
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
@@ -489,6 +516,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: padding continues segment B's token type
+# split: dev
 # names: padding with token type 1
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
@@ -513,6 +541,7 @@ def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
 
 
 # %% wrong pair: truncates the caller's lists in place (as the original truncate_seq_pair)
+# split: dev
 def encode_pair(ids_a, ids_b, max_length, cls_id=101, sep_id=102, pad_id=0):
     places = max_length - 3
     a, b = ids_a, ids_b

@@ -3,8 +3,11 @@
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
 # Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
+# "# split: dev|eval" (tests/answer_split.py): entries of the mistake catalogues are written
+# from the dev half; named/right/wrong is measured on the eval half (scripts/named_mistakes.py).
 
 # %% wrong sdpa: no 1/sqrt(d_k) scaling
+# split: eval
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q @ k.transpose(-2, -1)
     if bias is not None:
@@ -14,6 +17,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong sdpa: softmax over the queries (dim=-2)
+# split: dev
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if bias is not None:
@@ -23,6 +27,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong sdpa: divides by d_k instead of sqrt(d_k)
+# split: eval
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q @ k.transpose(-2, -1) / q.shape[-1]
     if bias is not None:
@@ -32,6 +37,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong sdpa: calls PyTorch's fused attention (forbidden)
+# split: dev
 import torch.nn.functional as F
 
 
@@ -44,6 +50,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong split_heads: one view, no transpose (heads cut across tokens)
+# split: dev
 # names: a single view or reshape to (B, A, L, D), no transpose
 def split_heads(x, num_heads):
     B, L, H = x.shape
@@ -51,6 +58,7 @@ def split_heads(x, num_heads):
 
 
 # %% wrong split_heads: heads interleaved (dimension a, a+A, a+2A, ... in head a)
+# split: dev
 # names: the heads interleaved: view(B, L, D, A)
 def split_heads(x, num_heads):
     B, L, H = x.shape
@@ -58,6 +66,7 @@ def split_heads(x, num_heads):
 
 
 # %% wrong merge_heads: reshape without moving the heads back
+# split: dev
 # names: a reshape without moving the heads back
 def merge_heads(x):
     B, A, L, D = x.shape
@@ -65,6 +74,7 @@ def merge_heads(x):
 
 
 # %% wrong merge_heads: concatenates D-major (x[..., d, a] order)
+# split: dev
 # names: the heads interleaved: (B, L, D, A) flattened
 def merge_heads(x):
     B, A, L, D = x.shape
@@ -72,6 +82,7 @@ def merge_heads(x):
 
 
 # %% wrong self_attention: scales by sqrt(H), the hidden size, instead of the head size
+# split: eval
 # names: scores scaled by sqrt(H)
 def self_attention(module, hidden_states, bias=None):
     A = module.num_heads
@@ -85,11 +96,13 @@ def self_attention(module, hidden_states, bias=None):
 
 
 # %% wrong self_attention: calls the module itself (forbidden)
+# split: eval
 def self_attention(module, hidden_states, bias=None):
     return module(hidden_states, bias)[0]
 
 
 # %% wrong self_attention: the values come from the key projection
+# split: dev
 # names: the values from the key projection
 def self_attention(module, hidden_states, bias=None):
     A = module.num_heads
@@ -100,6 +113,7 @@ def self_attention(module, hidden_states, bias=None):
 
 
 # %% wrong self_attention: one head over the whole hidden vector
+# split: eval
 # names: one head over the whole hidden vector
 def self_attention(module, hidden_states, bias=None):
     q, k, v = module.query(hidden_states), module.key(hidden_states), module.value(hidden_states)
@@ -109,6 +123,7 @@ def self_attention(module, hidden_states, bias=None):
 
 
 # %% wrong sdpa: softmax by hand without subtracting the row maximum (exp overflows)
+# split: dev
 # names: a softmax by hand without subtracting the row maximum
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -120,6 +135,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong sdpa: scales q in place (the caller's queries change)
+# split: eval
 def scaled_dot_product_attention(q, k, v, bias=None):
     q /= math.sqrt(q.shape[-1])
     scores = q @ k.transpose(-2, -1)
@@ -130,6 +146,7 @@ def scaled_dot_product_attention(q, k, v, bias=None):
 
 
 # %% wrong sdpa: computes in float32 for stability and forgets to cast back
+# split: eval
 # names: a float32 result for half-precision inputs
 def scaled_dot_product_attention(q, k, v, bias=None):
     scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])

@@ -3,15 +3,19 @@
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
 # Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
+# "# split: dev|eval" (tests/answer_split.py): entries of the mistake catalogues are written
+# from the dev half; named/right/wrong is measured on the eval half (scripts/named_mistakes.py).
 
 
 # %% wrong choose: special tokens can be chosen
+# split: dev
 # names: special tokens chosen too
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     return torch.rand(input_ids.shape, generator=generator) < mlm_probability
 
 
 # %% wrong choose: a fixed count round(0.15 n) per row (the original's rule, not independent draws)
+# split: eval
 # names: a fixed number chosen per row
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
@@ -25,6 +29,7 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong choose: ignores the generator (PyTorch's global random numbers: not reproducible)
+# split: dev
 # names: random numbers not drawn from the generator argument
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
@@ -32,6 +37,7 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong choose: 0.15 hard-coded
+# split: eval
 # names: 0.15 hard-coded instead of mlm_probability
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
@@ -39,6 +45,7 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong choose: marks the chosen positions in input_ids (the caller's batch is corrupted)
+# split: dev
 # names: the caller's input_ids modified in place
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
@@ -48,6 +55,7 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong choose: excludes the special tokens by overwriting them in input_ids (idempotent, so only a fresh batch shows it)
+# split: dev
 # names: the caller's input_ids modified in place
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
@@ -56,6 +64,7 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong choose: a generator of its own with a fixed seed (every seed gives the same choice)
+# split: dev
 # names: the same draws whatever the generator's seed
 def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generator=None):
     generator = torch.Generator().manual_seed(0)
@@ -64,6 +73,7 @@ def choose_positions(input_ids, special_token_ids, mlm_probability=0.15, generat
 
 
 # %% wrong replace: every chosen token becomes [MASK]
+# split: eval
 # names: every chosen position [MASK]
 def replace_chosen(
     input_ids,
@@ -82,6 +92,7 @@ def replace_chosen(
 
 
 # %% wrong replace: Bernoulli(0.1) in the second draw (2% random tokens instead of 10%)
+# split: eval
 # names: the unconditional 0.1
 def replace_chosen(
     input_ids,
@@ -105,6 +116,7 @@ def replace_chosen(
 
 
 # %% wrong replace: seed 002's per-row split, int(n * 0.8) [MASK] and int(n * 0.1) random ids
+# split: eval
 # names: a per-row split by counts
 def replace_chosen(
     input_ids,
@@ -130,6 +142,7 @@ def replace_chosen(
 
 
 # %% wrong replace: the statement's formula without its edge (divides by zero when mask_replace_prob = 1)
+# split: dev
 # names: no guard for mask_replace_prob = 1
 def replace_chosen(
     input_ids,
@@ -152,6 +165,7 @@ def replace_chosen(
 
 
 # %% wrong replace: the global torch generator instead of the argument (not reproducible)
+# split: eval
 # names: random numbers not drawn from the generator argument
 def replace_chosen(
     input_ids,
@@ -198,6 +212,7 @@ def replace_chosen(
 
 
 # %% wrong replace: labels at every position (the loss would count unmasked tokens)
+# split: eval
 # names: labels at every position
 def replace_chosen(
     input_ids,
@@ -219,6 +234,7 @@ def replace_chosen(
 
 
 # %% wrong replace: writes into input_ids (the caller's batch is corrupted)
+# split: dev
 # names: the caller's input_ids modified in place
 def replace_chosen(
     input_ids,
@@ -240,17 +256,20 @@ def replace_chosen(
 
 
 # %% wrong count: int() truncates instead of rounding
+# split: eval
 def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
     return min(max_predictions_per_seq, max(1, int(seq_len * masked_lm_prob)))
 
 
 # %% wrong count: [CLS] and [SEP] left out of the count (round((seq_len - 2) * 0.15))
+# split: eval
 # names: [CLS] and [SEP] left out of n
 def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
     return min(max_predictions_per_seq, max(1, round((seq_len - 2) * masked_lm_prob)))
 
 
 # %% wrong count: rounds halves up (floor(x + 0.5)), not to even
+# split: eval
 import math
 
 
@@ -259,12 +278,14 @@ def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
 
 
 # %% wrong count: no minimum of 1
+# split: dev
 # names: no minimum of 1
 def num_predictions(seq_len, masked_lm_prob=0.15, max_predictions_per_seq=20):
     return min(max_predictions_per_seq, round(seq_len * masked_lm_prob))
 
 
 # %% wrong words: special tokens become words
+# split: eval
 # names: special tokens grouped as words
 def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
     groups = []
@@ -277,12 +298,14 @@ def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
 
 
 # %% wrong words: every token is its own word
+# split: eval
 # names: every piece a word of its own
 def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
     return [[i] for i, token in enumerate(tokens) if token not in special_tokens]
 
 
 # %% wrong words: a '##' piece starts a new word and the next token joins it
+# split: eval
 # names: a '##' piece joined to the word after it
 def word_groups(tokens, special_tokens=("[CLS]", "[SEP]")):
     groups = []

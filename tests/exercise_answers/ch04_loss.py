@@ -3,21 +3,26 @@
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
 # Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
+# "# split: dev|eval" (tests/answer_split.py): entries of the mistake catalogues are written
+# from the dev half; named/right/wrong is measured on the eval half (scripts/named_mistakes.py).
 
 
 # %% wrong log_softmax: no max subtraction (exp overflows for large logits)
+# split: dev
 # names: no max subtracted
 def log_softmax(logits):
     return logits - torch.log(torch.exp(logits).sum(dim=-1, keepdim=True))
 
 
 # %% wrong log_softmax: the log of the softmax (underflows to log(0) = -inf)
+# split: dev
 # names: log(softmax(z)) in two steps
 def log_softmax(logits):
     return torch.log(torch.softmax(logits, dim=-1))
 
 
 # %% wrong log_softmax: subtracts the max of the whole tensor, not of each row
+# split: eval
 # names: the max of the whole tensor
 def log_softmax(logits):
     shifted = logits - logits.max()
@@ -25,6 +30,7 @@ def log_softmax(logits):
 
 
 # %% wrong log_softmax: computes in float32 and returns float32 for float16 and bfloat16 logits
+# split: eval
 # names: a float32 result, not the logits' dtype
 def log_softmax(logits):
     x = logits.float()
@@ -33,11 +39,13 @@ def log_softmax(logits):
 
 
 # %% wrong log_softmax: calls torch.log_softmax (forbidden)
+# split: eval
 def log_softmax(logits):
     return logits.log_softmax(dim=-1)
 
 
 # %% wrong ce: averaged over all positions, ignored ones counted as 0
+# split: dev
 def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     log_probs = torch.log_softmax(logits, dim=-1)
     keep = targets != ignore_index
@@ -46,6 +54,7 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong ce: ignored targets clamped to class 0 and counted
+# split: dev
 # names: the ignored items counted as class 0
 def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     log_probs = torch.log_softmax(logits, dim=-1)
@@ -54,6 +63,7 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong ce: the sum instead of the mean
+# split: eval
 def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     log_probs = torch.log_softmax(logits, dim=-1)
     keep = targets != ignore_index
@@ -62,6 +72,7 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong ce: calls F.cross_entropy (forbidden)
+# split: dev
 def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     return F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=ignore_index
@@ -69,6 +80,7 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong ce: seed 000's mean of the non-zero losses, loss[loss != 0]
+# split: dev
 # names: the mean of the non-zero losses
 def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     log_probs = torch.log_softmax(logits, dim=-1)
@@ -79,6 +91,7 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong ce: squeeze() instead of squeeze(-1) (a batch of one item breaks)
+# split: dev
 def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     log_probs = torch.log_softmax(logits, dim=-1)
     keep = targets != ignore_index
@@ -87,6 +100,7 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong ce: stabilises the logits in place (the caller's tensor changes)
+# split: dev
 def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     logits -= logits.max(dim=-1, keepdim=True).values
     log_probs = logits - logits.exp().sum(-1, keepdim=True).log()
@@ -96,6 +110,7 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong ce: upcast to float32 for stability, the loss not cast back (float32 for half logits)
+# split: dev
 # names: the loss in float32, not the logits' dtype
 def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
     log_probs = torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), -1)
@@ -105,6 +120,7 @@ def cross_entropy(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong grad: the probabilities computed in place in the logits tensor
+# split: eval
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
     probs = logits.sub_(logits.max(-1, keepdim=True).values).exp_()
@@ -114,6 +130,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong grad: divided by max(N, 2) (right for every N but 1)
+# split: eval
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
     one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
@@ -122,6 +139,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong grad: divided by N even when N is 0 (0/0: NaN when every target is ignored)
+# split: eval
 # names: 0/0 when every target is ignored
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
@@ -131,6 +149,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong grad: forgets to divide by the number of labelled items
+# split: eval
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
     one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
@@ -138,6 +157,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong grad: autograd through F.cross_entropy (forbidden)
+# split: eval
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     z = logits.detach().clone().requires_grad_()
     F.cross_entropy(
@@ -147,6 +167,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong grad: divides by all items, ignored ones included
+# split: dev
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
     one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
@@ -154,6 +175,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong grad: one_hot - softmax (the sign of the descent direction)
+# split: eval
 def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
     keep = targets != ignore_index
     one_hot = F.one_hot(targets.masked_fill(~keep, 0), logits.shape[-1]).to(logits.dtype)
@@ -161,6 +183,7 @@ def cross_entropy_grad(logits, targets, ignore_index=IGNORE_INDEX):
 
 
 # %% wrong mlm: the loss averaged over all B*L positions
+# split: dev
 # names: divided by B x L
 def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
     keep = labels != IGNORE_INDEX
@@ -170,6 +193,7 @@ def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
 
 
 # %% wrong mlm: seed 000's mean of the non-zero losses
+# split: dev
 # names: the mean of the non-zero losses
 def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
     keep = labels != IGNORE_INDEX
@@ -179,6 +203,7 @@ def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
 
 
 # %% wrong mlm: forgets the decoder bias
+# split: dev
 # names: the decoder bias left out
 def mlm_loss_gathered(hidden_states, labels, decoder_weight, decoder_bias):
     keep = labels != IGNORE_INDEX

@@ -3,9 +3,12 @@
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
 # Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
+# "# split: dev|eval" (tests/answer_split.py): entries of the mistake catalogues are written
+# from the dev half; named/right/wrong is measured on the eval half (scripts/named_mistakes.py).
 
 
 # %% wrong pair: segment B's type starts at the [SEP] after A
+# split: eval
 # names: segment B's token type starting at the [SEP]
 def make_pair(tokens_a, tokens_b, cls_id=CLS_ID, sep_id=SEP_ID):
     input_ids = [cls_id, *tokens_a, sep_id, *tokens_b, sep_id]
@@ -13,6 +16,7 @@ def make_pair(tokens_a, tokens_b, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong pair: the final [SEP] gets type 0
+# split: eval
 # names: the final [SEP] typed 0
 def make_pair(tokens_a, tokens_b, cls_id=CLS_ID, sep_id=SEP_ID):
     input_ids = [cls_id, *tokens_a, sep_id, *tokens_b, sep_id]
@@ -20,12 +24,14 @@ def make_pair(tokens_a, tokens_b, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong pair: no final [SEP]
+# split: dev
 # names: no [SEP] after segment B
 def make_pair(tokens_a, tokens_b, cls_id=CLS_ID, sep_id=SEP_ID):
     return [cls_id, *tokens_a, sep_id, *tokens_b], [0] * (len(tokens_a) + 2) + [1] * len(tokens_b)
 
 
 # %% wrong truncate: always cuts A
+# split: eval
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
     a, b = list(tokens_a), list(tokens_b)
     while len(a) + len(b) > max_num_tokens and a:
@@ -37,6 +43,7 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 
 # %% wrong truncate: cuts the shorter segment
+# split: eval
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
     a, b = list(tokens_a), list(tokens_b)
     while len(a) + len(b) > max_num_tokens:
@@ -51,6 +58,7 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 
 # %% wrong truncate: always from the back (no random draw)
+# split: eval
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
     a, b = list(tokens_a), list(tokens_b)
     while len(a) + len(b) > max_num_tokens:
@@ -59,6 +67,7 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 
 # %% wrong pairs: inverted labels (1 = B follows A)
+# split: eval
 # names: NSP labels inverted
 def nsp_pairs(documents, rng):
     pairs = []
@@ -73,6 +82,7 @@ def nsp_pairs(documents, rng):
 
 
 # %% wrong pairs: the random B may come from A's own document
+# split: dev
 # names: a random B from A's own document
 def nsp_pairs(documents, rng):
     pairs = []
@@ -87,6 +97,7 @@ def nsp_pairs(documents, rng):
 
 
 # %% wrong pairs: random B with probability 0.1 instead of 0.5
+# split: eval
 def nsp_pairs(documents, rng):
     pairs = []
     for d, document in enumerate(documents):
@@ -100,6 +111,7 @@ def nsp_pairs(documents, rng):
 
 
 # %% wrong pairs: one coin per document (every pair of a document IS_NEXT, or every one NOT_NEXT)
+# split: dev
 # names: one coin per document, not one per pair
 def nsp_pairs(documents, rng):
     pairs = []
@@ -115,6 +127,7 @@ def nsp_pairs(documents, rng):
 
 
 # %% wrong loss: accuracy with the argmax over the batch (dim 0)
+# split: eval
 # names: the accuracy's argmax over the batch
 def nsp_loss_and_accuracy(logits, labels):
     loss = -torch.log_softmax(logits, dim=-1).gather(1, labels[:, None]).mean()
@@ -122,11 +135,13 @@ def nsp_loss_and_accuracy(logits, labels):
 
 
 # %% wrong loss: calls F.cross_entropy (forbidden)
+# split: dev
 def nsp_loss_and_accuracy(logits, labels):
     return F.cross_entropy(logits, labels), (logits.argmax(dim=-1) == labels).float().mean()
 
 
 # %% wrong loss: a sigmoid on column 1 (binary cross-entropy), not the 2-way softmax
+# split: eval
 # names: a sigmoid on column 1
 def nsp_loss_and_accuracy(logits, labels):
     loss = F.binary_cross_entropy_with_logits(logits[:, 1], labels.float())
@@ -134,6 +149,7 @@ def nsp_loss_and_accuracy(logits, labels):
 
 
 # %% wrong truncate: cuts the caller's lists in place (no copy)
+# split: eval
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
     a, b = tokens_a, tokens_b
     while len(a) + len(b) > max_num_tokens:
@@ -146,6 +162,7 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 
 # %% wrong truncate: removes from the front when the draw is >= 0.5 (ends exchanged)
+# split: eval
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
     a, b = list(tokens_a), list(tokens_b)
     while len(a) + len(b) > max_num_tokens:
@@ -158,6 +175,7 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 
 # %% wrong pairs: the module's random instead of the rng given
+# split: eval
 def nsp_pairs(documents, rng):
     pairs = []
     for d, document in enumerate(documents):
@@ -171,6 +189,7 @@ def nsp_pairs(documents, rng):
 
 
 # %% wrong pairs: a generator of its own, seeded once (the same pairs for every rng)
+# split: dev
 def nsp_pairs(documents, rng):
     rng = random.Random(0)
     pairs = []
@@ -185,6 +204,7 @@ def nsp_pairs(documents, rng):
 
 
 # %% wrong loss: labels inverted (1 - labels)
+# split: dev
 # names: NSP labels inverted
 def nsp_loss_and_accuracy(logits, labels):
     targets = 1 - labels
@@ -193,6 +213,7 @@ def nsp_loss_and_accuracy(logits, labels):
 
 
 # %% wrong loss: log of the softmax (inf for confident logits)
+# split: eval
 # names: log(softmax) in two steps
 def nsp_loss_and_accuracy(logits, labels):
     loss = -torch.log(torch.softmax(logits, dim=-1)).gather(1, labels[:, None]).mean()
@@ -200,6 +221,7 @@ def nsp_loss_and_accuracy(logits, labels):
 
 
 # %% wrong loss: computed in float32 and returned in float32 for half-precision logits
+# split: eval
 # names: the loss in float32, not the logits' dtype
 def nsp_loss_and_accuracy(logits, labels):
     loss = -torch.log_softmax(logits.float(), dim=-1).gather(1, labels[:, None]).mean()
@@ -207,6 +229,7 @@ def nsp_loss_and_accuracy(logits, labels):
 
 
 # %% wrong loss: squeeze() of the picked log-probabilities, then mean over the wrong axis
+# split: eval
 # names: the loss divided by the 2 classes
 def nsp_loss_and_accuracy(logits, labels):
     picked = torch.log_softmax(logits, dim=-1).gather(1, labels[:, None]).squeeze()
@@ -215,6 +238,7 @@ def nsp_loss_and_accuracy(logits, labels):
 
 
 # %% wrong sop: labels inverted (1 = in order)
+# split: eval
 # names: SOP labels inverted
 def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     out = []
@@ -232,6 +256,7 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong sop: the negative's B drawn from another document (NSP, not SOP)
+# split: eval
 # names: a random B from another document
 def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     out = []
@@ -248,6 +273,7 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong sop: the negative reverses the tokens instead of swapping the sentences
+# split: dev
 # names: the tokens reversed instead of the segments swapped
 def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     out = []
@@ -263,6 +289,7 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong sop: the token types travel with the sentences when they are swapped
+# split: eval
 # names: token types that follow the sentences
 def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     out = []
@@ -280,6 +307,7 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong sop: swaps the two sentences inside the document (modifies the input, and the next pair)
+# split: dev
 def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     out = []
     for document in documents:
@@ -296,6 +324,7 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong sop: a generator of its own (the same pairs for every rng)
+# split: dev
 def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     own = random.Random(1234)
     out = []
@@ -314,6 +343,7 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong sop: swaps a quarter of the pairs (rng.random() < 0.25)
+# split: dev
 def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     out = []
     for document in documents:
@@ -331,6 +361,7 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
 
 
 # %% wrong sop: the default [CLS]/[SEP] ids used whatever ids are given
+# split: dev
 def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
     out = []
     for document in documents:
@@ -426,4 +457,18 @@ def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
                 out.append((*make_pair(document[i], document[i + 1], cls_id, sep_id), IS_NEXT))
             else:
                 out.append((*make_pair(document[i + 1], document[i], cls_id, sep_id), NOT_NEXT))
+    return out
+
+
+# %% wrong sop: one coin per document (every pair of a document swapped, or every one kept)
+# split: eval
+# names: one coin per document, not one per pair
+def sop_pairs(documents, rng, cls_id=CLS_ID, sep_id=SEP_ID):
+    out = []
+    for document in documents:
+        swap = rng.random() < 0.5
+        for a, b in zip(document[:-1], document[1:]):
+            first, second = (b, a) if swap else (a, b)
+            types = [0] * (len(first) + 2) + [1] * (len(second) + 1)
+            out.append(([cls_id, *first, sep_id, *second, sep_id], types, int(swap)))
     return out

@@ -3,9 +3,12 @@
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
 # Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
+# "# split: dev|eval" (tests/answer_split.py): entries of the mistake catalogues are written
+# from the dev half; named/right/wrong is measured on the eval half (scripts/named_mistakes.py).
 
 
 # %% wrong adam: no bias correction (the original BERT optimizer)
+# split: dev
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
@@ -14,6 +17,7 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 
 # %% wrong adam: v averages the gradient, not its square
+# split: eval
 # names: v averages |g|
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
@@ -24,6 +28,7 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 
 # %% wrong adam: eps inside the square root
+# split: eval
 # names: eps inside the square root
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
@@ -34,6 +39,7 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 
 # %% wrong adam: bias correction one step late (beta ** (t + 1))
+# split: dev
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
@@ -43,6 +49,7 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 
 # %% wrong adam: uses torch.optim.Adam (forbidden)
+# split: eval
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     p = torch.nn.Parameter(param.clone())
     p.grad = grad.clone()
@@ -57,17 +64,20 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 
 # %% wrong adamw: L2 in the gradient (Adam with weight_decay), not decoupled
+# split: eval
 def adamw_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
     return adam_step(param, grad + weight_decay * param, m, v, t, lr=lr, betas=betas, eps=eps)
 
 
 # %% wrong adamw: decay not scaled by the learning rate
+# split: dev
 # names: the decay not multiplied by the learning rate
 def adamw_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
     return adam_step(param * (1 - weight_decay), grad, m, v, t, lr=lr, betas=betas, eps=eps)
 
 
 # %% wrong linear: warm-up one step ahead, (s + 1) / w
+# split: eval
 def warmup_linear_decay(step, *, warmup_steps, total_steps):
     if step < warmup_steps:
         return (step + 1) / warmup_steps
@@ -75,6 +85,7 @@ def warmup_linear_decay(step, *, warmup_steps, total_steps):
 
 
 # %% wrong linear: decays over all T steps (the original's formula)
+# split: dev
 def warmup_linear_decay(step, *, warmup_steps, total_steps):
     if step < warmup_steps:
         return step / warmup_steps
@@ -82,6 +93,7 @@ def warmup_linear_decay(step, *, warmup_steps, total_steps):
 
 
 # %% wrong linear: not clamped at 0 after the last step
+# split: dev
 # names: no clamp at 0 after the last step
 def warmup_linear_decay(step, *, warmup_steps, total_steps):
     if step < warmup_steps:
@@ -90,6 +102,7 @@ def warmup_linear_decay(step, *, warmup_steps, total_steps):
 
 
 # %% wrong poly: decays from the peak over T - w steps (transformers' formula)
+# split: eval
 def polynomial_decay_with_warmup(step, *, warmup_steps, total_steps, power=1.0):
     if step < warmup_steps:
         return step / warmup_steps
@@ -97,6 +110,7 @@ def polynomial_decay_with_warmup(step, *, warmup_steps, total_steps, power=1.0):
 
 
 # %% wrong poly: forgets the power
+# split: dev
 def polynomial_decay_with_warmup(step, *, warmup_steps, total_steps, power=1.0):
     if step < warmup_steps:
         return step / warmup_steps
@@ -144,6 +158,7 @@ def polynomial_decay_with_warmup(step, *, warmup_steps, total_steps, power=1.0):
 
 
 # %% wrong bert_adam: bias correction kept (torch's AdamW with the original's eps)
+# split: eval
 # names: bias correction (that is torch's AdamW
 def bert_adam_step(
     param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
@@ -156,6 +171,7 @@ def bert_adam_step(
 
 
 # %% wrong bert_adam: eps defaults to torch's 1e-8
+# split: dev
 # names: eps = 1e-8
 def bert_adam_step(
     param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01
@@ -167,6 +183,7 @@ def bert_adam_step(
 
 
 # %% wrong bert_adam: the decay added to the gradient (L2)
+# split: eval
 # names: L2 regularisation
 def bert_adam_step(
     param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
@@ -179,6 +196,7 @@ def bert_adam_step(
 
 
 # %% wrong bert_adam: the decay subtracted without the learning rate
+# split: eval
 # names: the decay not multiplied by the learning rate
 def bert_adam_step(
     param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
@@ -190,6 +208,7 @@ def bert_adam_step(
 
 
 # %% wrong bert_adam: eps inside the square root of v (the original form, eps misplaced)
+# split: eval
 # names: eps inside the square root
 def bert_adam_step(
     param, grad, m, v, t, *, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01
@@ -212,6 +231,7 @@ def bert_adam_step(
 
 
 # %% wrong groups: only the trainable parameters (requires_grad): a frozen parameter is dropped
+# split: dev
 # names: frozen parameters (requires_grad=False) left out
 def bert_param_groups(model, weight_decay):
     decay, no_decay = [], []
@@ -235,6 +255,7 @@ def bert_param_groups(model, weight_decay):
 
 
 # %% wrong groups: matches only transformers' name "LayerNorm" (bertcourse names it layer_norm)
+# split: dev
 # names: only the name 'LayerNorm' excluded
 def bert_param_groups(model, weight_decay):
     decay, no_decay = [], []
@@ -255,6 +276,7 @@ def bert_param_groups(model, weight_decay):
 
 
 # %% wrong groups: every parameter of the state dict (the tied decoder weight counted twice)
+# split: dev
 # names: the tied decoder weight listed twice
 def bert_param_groups(model, weight_decay):
     params = dict(model.named_parameters(remove_duplicate=False))
@@ -267,6 +289,7 @@ def bert_param_groups(model, weight_decay):
 
 
 # %% wrong groups: the embeddings left out of the decay too
+# split: eval
 # names: the embeddings left out of the decay
 def bert_param_groups(model, weight_decay):
     decay, no_decay = [], []
@@ -287,6 +310,18 @@ def bert_param_groups(model, weight_decay):
     ]
 
 
+# %% wrong groups: excludes only the biases ('bias' in name): the LayerNorm weights are decayed
+# split: dev
+# names: only the biases excluded
+def bert_param_groups(model, weight_decay):
+    decay = [(n, p) for n, p in model.named_parameters() if "bias" not in n]
+    no_decay = [(n, p) for n, p in model.named_parameters() if "bias" in n]
+    return [
+        {"params": [p for _, p in decay], "param_names": [n for n, _ in decay], "weight_decay": weight_decay},
+        {"params": [p for _, p in no_decay], "param_names": [n for n, _ in no_decay], "weight_decay": 0.0},
+    ]
+
+
 # %% alternative groups: by dimension (on BERT, the 1-D parameters are exactly the norms and biases)
 def bert_param_groups(model, weight_decay):
     named = list(model.named_parameters())
@@ -304,6 +339,7 @@ def bert_param_groups(model, weight_decay):
 
 
 # %% wrong loop: scheduler.step() before optimizer.step() (the schedule one step early)
+# split: eval
 def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -321,6 +357,7 @@ def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
 
 
 # %% wrong loop: the rates reported right, but the scheduler stepped twice per batch
+# split: eval
 def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     f = lambda s: warmup_linear_decay(s, warmup_steps=warmup_steps, total_steps=total_steps)  # noqa: E731
@@ -337,6 +374,7 @@ def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
 
 
 # %% wrong loop: no zero_grad (gradients accumulate over the steps)
+# split: eval
 def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(

@@ -3,9 +3,12 @@
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
 # Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
+# "# split: dev|eval" (tests/answer_split.py): entries of the mistake catalogues are written
+# from the dev half; named/right/wrong is measured on the eval half (scripts/named_mistakes.py).
 
 
 # %% wrong embed: no position embeddings
+# split: eval
 # names: no position embeddings
 def embed(embeddings, input_ids, token_type_ids):
     x = embeddings.word_embeddings(input_ids) + embeddings.token_type_embeddings(token_type_ids)
@@ -13,6 +16,7 @@ def embed(embeddings, input_ids, token_type_ids):
 
 
 # %% wrong embed: LayerNorm before the token types are added
+# split: eval
 # names: LayerNorm before the token types are added
 def embed(embeddings, input_ids, token_type_ids):
     positions = torch.arange(input_ids.shape[1])
@@ -23,6 +27,7 @@ def embed(embeddings, input_ids, token_type_ids):
 
 
 # %% wrong embed: positions counted from 1
+# split: eval
 # names: positions counted from 1
 def embed(embeddings, input_ids, token_type_ids):
     positions = torch.arange(1, input_ids.shape[1] + 1).clamp(
@@ -37,6 +42,7 @@ def embed(embeddings, input_ids, token_type_ids):
 
 
 # %% wrong layer: pre-LN (LayerNorm before each sublayer)
+# split: dev
 # names: pre-LN (LayerNorm before each sublayer)
 def encoder_layer(layer, hidden_states, bias=None):
     out = layer.attention.output
@@ -47,6 +53,7 @@ def encoder_layer(layer, hidden_states, bias=None):
 
 
 # %% wrong layer: ReLU instead of GELU
+# split: eval
 # names: ReLU instead of GELU
 def encoder_layer(layer, hidden_states, bias=None):
     context, _ = layer.attention.self_attn(hidden_states, bias)
@@ -57,6 +64,7 @@ def encoder_layer(layer, hidden_states, bias=None):
 
 
 # %% wrong layer: the feed-forward residual adds the layer input instead of h'
+# split: eval
 # names: the feed-forward residual adds the layer input
 def encoder_layer(layer, hidden_states, bias=None):
     context, _ = layer.attention.self_attn(hidden_states, bias)
@@ -67,11 +75,13 @@ def encoder_layer(layer, hidden_states, bias=None):
 
 
 # %% wrong layer: calls the layer itself (forbidden)
+# split: dev
 def encoder_layer(layer, hidden_states, bias=None):
     return layer(hidden_states, bias)[0]
 
 
 # %% wrong count: forgets the biases
+# split: eval
 # names: the biases left out
 def count_parameters(config):
     H, I = config.hidden_size, config.intermediate_size
@@ -83,11 +93,13 @@ def count_parameters(config):
 
 
 # %% wrong count: builds the model and counts (forbidden)
+# split: dev
 def count_parameters(config):
     return sum(p.numel() for p in BertModel(config).parameters())
 
 
 # %% wrong count: forgets the pooler
+# split: dev
 # names: the pooler left out
 def count_parameters(config):
     H, I = config.hidden_size, config.intermediate_size
@@ -99,6 +111,7 @@ def count_parameters(config):
 
 
 # %% wrong step: never zeroes the gradients (they accumulate)
+# split: dev
 def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
     loss = model(**batch).loss
     loss.backward()
@@ -108,6 +121,7 @@ def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
 
 
 # %% wrong step: only the MLM loss
+# split: eval
 def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
     optimizer.zero_grad()
     loss = model(**batch).mlm_loss
@@ -118,6 +132,7 @@ def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
 
 
 # %% wrong step: clips after the optimizer step (no effect on the update)
+# split: dev
 def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
     optimizer.zero_grad()
     loss = model(**batch).loss
@@ -188,12 +203,14 @@ def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
 
 
 # %% wrong mlm_head: the tied weight read through .data (no gradient reaches the word embeddings)
+# split: eval
 def mlm_head(head, hidden_states):
     x = head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states)))
     return x @ head.decoder.weight.data.T + head.bias
 
 
 # %% wrong mlm_head: the tanh approximation of GELU
+# split: eval
 # names: the tanh approximation of GELU
 def mlm_head(head, hidden_states):
     x = head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states), approximate="tanh"))
@@ -201,18 +218,21 @@ def mlm_head(head, hidden_states):
 
 
 # %% wrong mlm_head: no transform, straight to the decoder
+# split: dev
 # names: the decoder without the transform
 def mlm_head(head, hidden_states):
     return hidden_states @ head.decoder.weight.T + head.bias
 
 
 # %% wrong mlm_head: forgets the decoder's own bias
+# split: dev
 # names: the decoder without its output bias
 def mlm_head(head, hidden_states):
     return head.decoder(head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states))))
 
 
 # %% wrong mlm_head: F.layer_norm with its default eps instead of the module's
+# split: eval
 # names: a fixed LayerNorm eps
 def mlm_head(head, hidden_states):
     ln = head.transform.layer_norm
@@ -222,6 +242,7 @@ def mlm_head(head, hidden_states):
 
 
 # %% wrong mlm_head: BERT's eps 1e-12 written in (a model configured with another eps is wrong)
+# split: dev
 # names: a fixed LayerNorm eps
 def mlm_head(head, hidden_states):
     ln = head.transform.layer_norm
@@ -237,6 +258,7 @@ def mlm_head(head, hidden_states):
 
 
 # %% wrong nsp: mean pooling instead of the [CLS] vector
+# split: eval
 # names: the mean of the sequence instead of the [CLS] vector
 def nsp_logits(model, sequence_output):
     pooled = torch.tanh(model.bert.pooler.dense(sequence_output.mean(dim=1)))
@@ -244,12 +266,14 @@ def nsp_logits(model, sequence_output):
 
 
 # %% wrong nsp: no tanh
+# split: dev
 # names: the pooler without its tanh
 def nsp_logits(model, sequence_output):
     return model.cls.seq_relationship(model.bert.pooler.dense(sequence_output[:, 0]))
 
 
 # %% wrong nsp: the last token instead of [CLS]
+# split: eval
 # names: the last token instead of [CLS]
 def nsp_logits(model, sequence_output):
     pooled = torch.tanh(model.bert.pooler.dense(sequence_output[:, -1]))
@@ -264,6 +288,7 @@ def nsp_logits(model, sequence_output):
 
 
 # %% wrong forward: the padding mask ignored
+# split: eval
 # names: the padding mask left out
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
@@ -281,6 +306,7 @@ def pretraining_forward(
 
 
 # %% wrong forward: the MLM loss from detached logits (only the NSP loss trains the model)
+# split: dev
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
 ):
@@ -299,6 +325,7 @@ def pretraining_forward(
 
 
 # %% wrong forward: the mask's polarity inverted (attends to the padding only)
+# split: eval
 # names: an inverted padding mask
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
@@ -317,6 +344,7 @@ def pretraining_forward(
 
 
 # %% wrong forward: the MLM loss averaged over every position (ignored ones as 0)
+# split: eval
 # names: the MLM loss averaged over every position
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
@@ -336,6 +364,7 @@ def pretraining_forward(
 
 
 # %% wrong forward: only the first layer
+# split: dev
 # names: only the first encoder layer
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
@@ -351,6 +380,23 @@ def pretraining_forward(
         seq_logits, next_sentence_label
     )
     return prediction_logits, seq_logits, loss
+
+
+# %% wrong forward: the encoder loop over layer[:-1] (stops one layer early)
+# split: eval
+# names: the encoder loop stops one layer early
+def pretraining_forward(
+    model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
+):
+    h = embed(model.bert.embeddings, input_ids, token_type_ids)
+    bias = extended_attention_mask(attention_mask, h.dtype)
+    for layer in model.bert.encoder.layer[:-1]:
+        h = encoder_layer(layer, h, bias)
+    prediction_logits = mlm_head(model.cls.predictions, h)
+    seq_logits = nsp_logits(model, h)
+    V = prediction_logits.shape[-1]
+    loss = F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1))
+    return prediction_logits, seq_logits, loss + F.cross_entropy(seq_logits, next_sentence_label)
 
 
 # %% alternative forward: the mask as a boolean where(), the loss gathered at the labelled positions
@@ -371,6 +417,7 @@ def pretraining_forward(
 
 
 # %% wrong embed: no dropout (right in evaluation, wrong in training)
+# split: eval
 def embed(embeddings, input_ids, token_type_ids):
     positions = torch.arange(input_ids.shape[1])
     x = (
@@ -382,6 +429,7 @@ def embed(embeddings, input_ids, token_type_ids):
 
 
 # %% wrong layer: no dropout (right in evaluation, wrong in training)
+# split: eval
 def encoder_layer(layer, hidden_states, bias=None):
     context, _ = layer.attention.self_attn(hidden_states, bias)
     out = layer.attention.output
@@ -391,6 +439,7 @@ def encoder_layer(layer, hidden_states, bias=None):
 
 
 # %% wrong count: BERT-base's 512 positions and 2 token types written in (the book's numbers)
+# split: eval
 # names: BERT-base's 512 positions and 2 types written in
 def count_parameters(config):
     H, I = config.hidden_size, config.intermediate_size
@@ -400,6 +449,7 @@ def count_parameters(config):
 
 
 # %% wrong mlm_head: the decoder product under torch.no_grad() (the tied weight gets no gradient)
+# split: dev
 def mlm_head(head, hidden_states):
     x = head.transform.layer_norm(F.gelu(head.transform.dense(hidden_states)))
     with torch.no_grad():
@@ -408,6 +458,7 @@ def mlm_head(head, hidden_states):
 
 
 # %% wrong step: switches the model to eval mode (dropout off for the rest of training)
+# split: eval
 def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
     model.eval()
     optimizer.zero_grad()
@@ -419,6 +470,7 @@ def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
 
 
 # %% wrong forward: runs under torch.no_grad() (no graph: the loss cannot be back-propagated)
+# split: eval
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
 ):
@@ -437,6 +489,7 @@ def pretraining_forward(
 
 
 # %% wrong forward: switches the model to eval mode (the caller's training goes on without dropout)
+# split: dev
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
 ):
@@ -468,6 +521,7 @@ def mlm_head(head, hidden_states):
 
 
 # %% wrong forward: model.train() first (a model being evaluated would get its dropout back)
+# split: dev
 def pretraining_forward(
     model, input_ids, token_type_ids, attention_mask, labels, next_sentence_label
 ):

@@ -3,9 +3,12 @@
 # "# %% wrong <grade id>: <what>" replaces that solution cell and must lose exactly its points;
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
 # Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
+# "# split: dev|eval" (tests/answer_split.py): entries of the mistake catalogues are written
+# from the dev half; named/right/wrong is measured on the eval half (scripts/named_mistakes.py).
 
 
 # %% wrong head: regression compares (B, 1) logits with (B,) labels (broadcasts to (B, B))
+# split: eval
 # names: (B, 1) logits against (B,) labels
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
@@ -15,6 +18,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: softmax before the cross-entropy (a second softmax inside it)
+# split: dev
 # names: a softmax before the cross-entropy
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
@@ -24,6 +28,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: forgets the bias
+# split: eval
 # names: the bias left out
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T
@@ -33,6 +38,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: cross-entropy for one output too (always 0: nothing to learn)
+# split: dev
 # names: a cross-entropy for a single output
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
@@ -40,6 +46,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: calls the model's own loss (forbidden)
+# split: eval
 def classifier_head(pooled, weight, bias, labels):
     from bertcourse.model import sequence_classification_loss
 
@@ -49,6 +56,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: log of the softmax in two steps (-inf for a confident mistake)
+# split: eval
 # names: the log of the softmax, computed in two steps
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
@@ -59,6 +67,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: the sum over the batch, not the mean
+# split: dev
 # names: the sum of the losses instead of their mean
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
@@ -68,6 +77,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: float32 everywhere (.float() on the inputs), whatever the dtype of pooled
+# split: dev
 # names: float32 results for float64 inputs
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled.float() @ weight.float().T + bias.float()
@@ -77,6 +87,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: regression labels cast to the class-id dtype (long), so 0.7 becomes 0
+# split: eval
 # names: regression labels rounded to integers
 def classifier_head(pooled, weight, bias, labels):
     logits = pooled @ weight.T + bias
@@ -86,6 +97,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong head: normalises the pooled vectors in place (modifies the input)
+# split: eval
 def classifier_head(pooled, weight, bias, labels):
     pooled /= pooled.norm(dim=-1, keepdim=True).clamp(
         min=1.0
@@ -114,6 +126,7 @@ def classifier_head(pooled, weight, bias, labels):
 
 
 # %% wrong step: never zeroes the gradients (stale ones are added)
+# split: eval
 # names: stale gradients added
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
@@ -127,6 +140,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: no gradient clipping
+# split: eval
 # names: the update with the unclipped gradient
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
@@ -140,6 +154,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: returns the loss after the update
+# split: dev
 # names: the loss after the update
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
@@ -154,6 +169,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: clips each parameter's gradient on its own (clip_grad_value_-like), not the global norm
+# split: eval
 # names: each parameter's gradient clipped on its own
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
@@ -169,6 +185,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: never sets training mode (a model that arrives in eval mode keeps dropout off)
+# split: dev
 # names: no model.train() first
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.zero_grad()
@@ -182,6 +199,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: zero_grad after backward (the gradients are gone before the update)
+# split: eval
 # names: zero_grad between backward and the update
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
@@ -196,6 +214,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong step: clips after the update (the step used the unclipped gradient)
+# split: dev
 # names: the update with the unclipped gradient
 def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
     model.train()
@@ -224,6 +243,7 @@ def fine_tuning_step(model, batch, lr, max_grad_norm=1.0):
 
 
 # %% wrong eval: no torch.no_grad(), the logits detached at the end (a graph is still recorded)
+# split: dev
 def evaluate(model, batches):
     was_training = model.training
     model.eval()
@@ -242,6 +262,7 @@ def evaluate(model, batches):
 
 
 # %% wrong eval: dropout left on (no model.eval())
+# split: dev
 def evaluate(model, batches):
     logits, labels = [], []
     with torch.no_grad():
@@ -259,6 +280,7 @@ def evaluate(model, batches):
 
 
 # %% wrong eval: no torch.no_grad() (a graph is recorded for every batch)
+# split: dev
 def evaluate(model, batches):
     was_training = model.training
     model.eval()
@@ -278,6 +300,7 @@ def evaluate(model, batches):
 
 
 # %% wrong eval: the mean of the batch means (batches of different sizes)
+# split: eval
 # names: the loss as the mean of the batch means
 def evaluate(model, batches):
     was_training = model.training
@@ -299,6 +322,7 @@ def evaluate(model, batches):
 
 
 # %% wrong eval: never restores training mode (the caller's training loop goes on without dropout)
+# split: eval
 def evaluate(model, batches):
     model.eval()
     logits, labels = [], []
@@ -317,6 +341,7 @@ def evaluate(model, batches):
 
 
 # %% wrong eval: model.train() at the end, even for a model that came in eval mode
+# split: dev
 def evaluate(model, batches):
     model.eval()
     logits, labels = [], []
@@ -336,6 +361,7 @@ def evaluate(model, batches):
 
 
 # %% wrong eval: the accuracy's mean over batches (batches of different sizes)
+# split: eval
 # names: the accuracy as the mean of the batch accuracies
 def evaluate(model, batches):
     was_training = model.training
@@ -374,6 +400,7 @@ def evaluate(model, batches):
 
 
 # %% wrong eval: torch.set_grad_enabled(False) left on (training after it would learn nothing)
+# split: dev
 def evaluate(model, batches):
     was_training = model.training
     model.eval()
@@ -409,3 +436,13 @@ def evaluate(model, batches):
     total = F.cross_entropy(logits, labels, reduction="sum").item()
     right = int((logits.argmax(-1) == labels).sum())
     return {"logits": logits, "loss": total / len(labels), "accuracy": right / len(labels)}
+
+
+# %% wrong head: regression labels not cast (float64 labels make a float32 model's loss float64)
+# split: eval
+# names: regression labels not cast to the logits' dtype
+def classifier_head(pooled, weight, bias, labels):
+    logits = pooled @ weight.T + bias
+    if logits.shape[1] == 1:
+        return logits, F.mse_loss(logits.squeeze(-1), labels)
+    return logits, F.cross_entropy(logits, labels)

@@ -4,9 +4,12 @@
 # "# %% alternative <grade id>: <what>" is correct but written differently: full marks.
 # "# names: ..." under a wrong answer: what its feedback must name.
 # Every block is graded in process; the first two wrong answers of a part also go through nbgrader.
+# "# split: dev|eval" (tests/answer_split.py): entries of the mistake catalogues are written
+# from the dev half; named/right/wrong is measured on the eval half (scripts/named_mistakes.py).
 
 
 # %% wrong isolate: the common regex [\u4e00-\u9fa5]
+# split: eval
 # names: the common regex
 def isolate_chinese(text):
     import re
@@ -15,12 +18,14 @@ def isolate_chinese(text):
 
 
 # %% wrong isolate: the main block U+4E00..U+9FFF only (no extension, no compatibility block)
+# split: dev
 # names: the main block U+4E00..U+9FFF only
 def isolate_chinese(text):
     return "".join(f" {c} " if 0x4E00 <= ord(c) <= 0x9FFF else c for c in text)
 
 
 # %% wrong isolate: the ranges written with range(lo, hi): each last code point left out
+# split: dev
 # names: each range's last code point left out
 RANGES = [
     range(0x4E00, 0x9FFF),
@@ -39,6 +44,7 @@ def isolate_chinese(text):
 
 
 # %% wrong isolate: the 16-bit ranges only (the plane-2 extensions and supplement forgotten)
+# split: dev
 # names: the plane-2 ranges left out
 def isolate_chinese(text):
     out = ""
@@ -52,6 +58,7 @@ def isolate_chinese(text):
 
 
 # %% wrong isolate: the unified ideographs only, compatibility blocks forgotten
+# split: eval
 # names: the compatibility ideographs left out
 def isolate_chinese(text):
     ranges = [
@@ -66,6 +73,7 @@ def isolate_chinese(text):
 
 
 # %% wrong isolate: google-research/bert's Python rule (Extension E from U+2B820)
+# split: dev
 # names: Extension E from U+2B820
 def isolate_chinese(text):
     ranges = [
@@ -82,6 +90,7 @@ def isolate_chinese(text):
 
 
 # %% wrong isolate: every wide character (East Asian Width W or F) taken for Chinese
+# split: eval
 # names: wide characters
 def isolate_chinese(text):
     import unicodedata
@@ -90,6 +99,7 @@ def isolate_chinese(text):
 
 
 # %% wrong isolate: the Unicode names (CJK UNIFIED IDEOGRAPH-...) instead of the ranges
+# split: eval
 # names: Unicode names
 def isolate_chinese(text):
     import unicodedata
@@ -100,6 +110,7 @@ def isolate_chinese(text):
 
 
 # %% wrong isolate: a space before each ideograph only
+# split: dev
 # names: a space before each ideograph only
 def isolate_chinese(text):
     ranges = [
@@ -116,6 +127,7 @@ def isolate_chinese(text):
 
 
 # %% wrong isolate: the pieces joined by single spaces (the text's own spacing changed)
+# split: dev
 def isolate_chinese(text):
     ranges = [
         (0x4E00, 0x9FFF),
@@ -132,6 +144,7 @@ def isolate_chinese(text):
 
 
 # %% wrong isolate: the tokenizers library's BERT normalizer does it (forbidden)
+# split: dev
 def isolate_chinese(text):
     from tokenizers.normalizers import BertNormalizer
 
@@ -179,6 +192,7 @@ def isolate_chinese(text):
 
 
 # %% wrong whole_words: the budget counted in words (a chosen word of k characters counts once)
+# split: eval
 # names: the budget counted in words instead of tokens
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -195,6 +209,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: the last word cut to fill the budget exactly (a word masked in part)
+# split: eval
 # names: a word cut to fill the budget
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -216,6 +231,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: break at the first word that does not fit
+# split: dev
 # names: the walk stops at the first word that does not fit
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -237,6 +253,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: the word that crosses the budget is taken whole (more than the budget)
+# split: eval
 # names: the word that crosses the budget taken whole
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -258,6 +275,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: the budget from the ordinary tokens only ([CLS] and [SEP] not counted)
+# split: dev
 # names: the budget from the words' tokens only
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -281,6 +299,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: int() truncates the budget
+# split: eval
 # names: the budget truncated with int()
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -303,6 +322,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: words grouped by their id in a dict (a pair's word 0 of A and of B merged)
+# split: eval
 # names: tokens grouped by word id across the pair
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     groups = {}
@@ -322,6 +342,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: tokens shuffled, each drawn token's word taken (long words favoured)
+# split: eval
 # names: tokens shuffled, then their words taken
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -348,6 +369,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: [CLS] and [SEP] among the candidates
+# split: eval
 # names: special tokens ([CLS], [SEP]) among the candidates
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -368,6 +390,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: Python's global random.shuffle instead of rng (not the original's draw)
+# split: dev
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     import random
 
@@ -391,6 +414,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: the positions in the order taken, not sorted
+# split: eval
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
     previous = None
@@ -412,6 +436,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: the words taken in order of position (never shuffled)
+# split: dev
 # names: the words taken in order, not shuffled
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -433,6 +458,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: round(n * p) without max(1, ...): a short sequence gets no prediction
+# split: dev
 # names: no minimum of one prediction
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -455,6 +481,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: max_predictions never used (a long sequence gets more than 20)
+# split: dev
 # names: max_predictions ignored
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     words = []
@@ -477,6 +504,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong whole_words: bertcourse.mlm's create_masked_lm_predictions does it (forbidden)
+# split: dev
 def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
     from bertcourse.mlm import create_masked_lm_predictions
 
@@ -543,6 +571,7 @@ def choose_whole_words(word_ids, rng, masked_lm_prob=0.15, max_predictions=20):
 
 
 # %% wrong tags: B and E swapped in bmes_tags
+# split: dev
 # names: B and E swapped
 def bmes_tags(words):
     tags = []
@@ -570,6 +599,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: a one-character word tagged B
+# split: dev
 # names: a one-character word tagged B
 def bmes_tags(words):
     tags = []
@@ -596,6 +626,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: M up to the end of a word (no E)
+# split: eval
 # names: the last character tagged M
 def bmes_tags(words):
     tags = []
@@ -620,6 +651,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: NER's BIO habit (B, then M for the rest; no E, no S)
+# split: dev
 # names: BIO's scheme
 def bmes_tags(words):
     return [("B" if i == 0 else "M") for word in words for i in range(len(word))]
@@ -641,6 +673,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: one tag per word
+# split: dev
 # names: one tag per word instead of one per character
 def bmes_tags(words):
     return ["S" if len(word) == 1 else "B" for word in words]
@@ -662,6 +695,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: the reader forgets the word left open after the last character
+# split: eval
 # names: the word left open at the end dropped
 def bmes_tags(words):
     tags = []
@@ -687,6 +721,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: the reader closes words only at E or S (a B does not end the open word)
+# split: eval
 # names: an open word not ended by the next B or S
 def bmes_tags(words):
     tags = []
@@ -711,6 +746,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: the reader starts words at B and S only; every other character joins the last word
+# split: eval
 # names: a word ended only by B or S
 def bmes_tags(words):
     tags = []
@@ -733,6 +769,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: the reader with B and E swapped
+# split: dev
 # names: B and E swapped
 def bmes_tags(words):
     tags = []
@@ -760,6 +797,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: a two-character word tagged B M E (one tag too many)
+# split: dev
 def bmes_tags(words):
     tags = []
     for word in words:
@@ -786,6 +824,7 @@ def words_from_tags(chars, tags):
 
 
 # %% wrong tags: bertcourse.zh's functions do it (forbidden)
+# split: dev
 from bertcourse import zh
 
 

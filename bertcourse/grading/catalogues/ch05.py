@@ -67,9 +67,10 @@ def _sop_pairs(
     """The solution's sop_pairs (same draws) with one mistake (`wrong`)."""
     examples = []
     for document in documents:
+        coin = wrong == "coin_per_document" and rng.random() < 0.5
         for a, b in zip(document[:-1], document[1:]):
             a, b = list(a), list(b)
-            swap = rng.random() < 0.5
+            swap = coin if wrong == "coin_per_document" else rng.random() < 0.5
             label = int(swap) if wrong != "inverted" else int(not swap)
             if not swap:
                 examples.append((*_pair(a, b, cls_id, sep_id), label))
@@ -175,6 +176,13 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "whichever sentence is there",
             TYPES,
             lambda *args: _sop_pairs(*args, wrong="types"),
+        ),
+        Mistake(
+            "one coin per document, not one per pair",
+            "each pair draws its own rng.random() < 0.5: the pairs of one document are "
+            "independent, not all swapped or all in order",
+            SOP,
+            lambda *args: _sop_pairs(*args, wrong="coin_per_document"),
         ),
     ],
     "loss": [

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bertcourse.grading.mistakes import Mistake, _adam_step
+from torch import nn
+
+from bertcourse.grading.mistakes import Mistake, Neighbour, _adam_step
 
 ORIGINAL = "chapter 6, 'BERT's optimizer: decoupled weight decay without bias correction'"
 
@@ -103,6 +105,26 @@ def _original_rule(name: str) -> bool:
     return any(pattern in name for pattern in ("LayerNorm", "layer_norm", "bias"))
 
 
+class NormNames(nn.Module):
+    """A probe for the groups: a dense layer and a norm under each spelling of its name
+    (transformers' `LayerNorm`, bertcourse's `layer_norm`). On bertcourse's models a rule that
+    matches `LayerNorm` only decays what a rule that matches `bias` only decays; here they
+    differ. Built from a BertConfig, so that it crosses the grader's boundary."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size)
+
+
+def _bert_only(compute):
+    """A mistake about tied, frozen or embedding parameters: it does not apply to the names
+    probe (`NormNames`), where a learner's own spelling of the norms' rule may differ."""
+    return lambda model, wd: None if isinstance(model, NormNames) else compute(model, wd)
+
+
 CATALOGUE["groups"] = [
     Mistake(
         "only the name 'LayerNorm' excluded (bertcourse's norms: layer_norm)",
@@ -111,29 +133,52 @@ CATALOGUE["groups"] = [
         lambda model, wd: _groups(model, wd, rule=lambda n: "bias" in n or "LayerNorm" in n),
     ),
     Mistake(
+        "only the biases excluded (the norms' weights decayed)",
+        "the original excludes the LayerNorm parameters too (LayerNorm, layer_norm in the name)",
+        ORIGINAL,
+        lambda model, wd: _groups(model, wd, rule=lambda n: "bias" in n),
+    ),
+    Mistake(
         "the tied decoder weight listed twice",
         "named_parameters() gives a tied weight once; remove_duplicate=False gives it twice",
         ORIGINAL,
-        lambda model, wd: _groups(model, wd, rule=_original_rule, duplicates=True),
+        _bert_only(lambda model, wd: _groups(model, wd, rule=_original_rule, duplicates=True)),
     ),
     Mistake(
         "frozen parameters (requires_grad=False) left out",
         "every parameter appears once, frozen or not (transformers' Trainer drops them; the "
         "statement does not)",
         ORIGINAL,
-        lambda model, wd: _groups(model, wd, rule=_original_rule, frozen=False),
+        _bert_only(lambda model, wd: _groups(model, wd, rule=_original_rule, frozen=False)),
     ),
     Mistake(
         "the embeddings left out of the decay",
         "the original decays the embeddings: only norms and biases are excluded",
         ORIGINAL,
-        lambda model, wd: _groups(model, wd, rule=lambda n: _original_rule(n) or "embeddings" in n),
+        _bert_only(
+            lambda model, wd: _groups(
+                model, wd, rule=lambda n: _original_rule(n) or "embeddings" in n
+            )
+        ),
     ),
 ]
 
+NEIGHBOURS = {
+    "groups": [
+        Neighbour(
+            "the norms excluded, the biases decayed",
+            lambda model, wd: _groups(model, wd, rule=lambda n: "norm" in n.lower()),
+        ),
+        Neighbour(
+            "every parameter decayed", lambda model, wd: _groups(model, wd, rule=lambda n: False)
+        ),
+    ],
+}
+
 
 def _groups_probes():
-    """A model with tied weights, and the same with frozen embeddings."""
+    """A model with tied weights, the same with frozen embeddings, and both spellings of the
+    norms' name in one model."""
     from bertcourse import BertConfig, BertForPreTraining
 
     config = BertConfig(
@@ -147,7 +192,7 @@ def _groups_probes():
     model = BertForPreTraining(config)
     frozen = BertForPreTraining(config)
     frozen.bert.embeddings.requires_grad_(False)
-    return [((model, 0.1), {}), ((frozen, 0.1), {})]
+    return [((model, 0.1), {}), ((frozen, 0.1), {}), ((NormNames(config), 0.1), {})]
 
 
 PROBES["groups"] = _groups_probes

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from bertcourse.grading.mistakes import Mistake
+from bertcourse.grading.mistakes import Mistake, Neighbour
 
 HEAD = "chapter 7, 'The forward pass, stage by stage'"
 STAGES = HEAD
@@ -90,7 +90,7 @@ def _forward(
     next_sentence_label: Tensor,
     *,
     mask: Callable[[Tensor], Tensor | None] = lambda m: m,
-    layers: int | None = None,
+    layers: slice = slice(None),
     mlm_mean_over_all: bool = False,
 ):
     """The pre-training forward pass from bertcourse's own parts, with one stage changed."""
@@ -99,7 +99,7 @@ def _forward(
     h = model.bert.embeddings(input_ids, token_type_ids)
     keep = mask(attention_mask)
     bias = None if keep is None else extended_attention_mask(keep, h.dtype)
-    for layer in list(model.bert.encoder.layer)[:layers]:
+    for layer in list(model.bert.encoder.layer)[layers]:
         h = layer(h, bias)[0]
     logits = model.cls.predictions(h)
     seq = model.cls.seq_relationship(model.bert.pooler(h))
@@ -244,8 +244,25 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "only the first encoder layer",
             "the hidden states go through every layer of model.bert.encoder.layer in turn",
             STAGES,
-            lambda m, *a: _forward(m, *a, layers=1),
+            lambda m, *a: _forward(m, *a, layers=slice(1)),
         ),
+        Mistake(
+            "the encoder loop stops one layer early",
+            "the hidden states go through every layer, the last one included "
+            "(model.bert.encoder.layer, not layer[:-1])",
+            STAGES,
+            lambda m, *a: _forward(m, *a, layers=slice(-1)),
+        ),
+    ],
+}
+
+# plausible wrong answers that are not named, which the probes must tell apart from every entry
+NEIGHBOURS = {
+    "forward": [
+        Neighbour(
+            "the last encoder layer only", lambda m, *a: _forward(m, *a, layers=slice(-1, None))
+        ),
+        Neighbour("the first layer skipped", lambda m, *a: _forward(m, *a, layers=slice(1, None))),
     ],
 }
 
@@ -321,7 +338,7 @@ def _forward_probes() -> list[tuple[tuple, dict]]:
     from bertcourse.config import IGNORE_INDEX
     from bertcourse.model import BertForPreTraining
 
-    model = _build(BertForPreTraining, 122)
+    model = _build(BertForPreTraining, 122, num_hidden_layers=3)  # 2 layers: first = all but last
     ids = _ints(5, 23, 2, 6, seed=123)
     mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
     labels = torch.where(_ints(0, 3, 2, 6, seed=124) == 0, ids, IGNORE_INDEX)

@@ -182,6 +182,13 @@ CATALOGUE: dict[str, list[Mistake]] = {
             ),
         ),
         Mistake(
+            "regression labels not cast to the logits' dtype",
+            "F.mse_loss promotes to the wider dtype: float64 labels make a float32 model's loss "
+            "float64; cast the labels to the logits' dtype",
+            HEAD,
+            lambda p, w, b, y: _head(p, w, b, y, regression=lambda z, t: F.mse_loss(z[:, 0], t)),
+        ),
+        Mistake(
             "float32 results for float64 inputs",
             "compute in the dtype of pooled: .float() drops float64's precision",
             HEAD,
@@ -266,6 +273,8 @@ def _head_probes() -> list[tuple[tuple, dict]]:
         ((pooled * 100, weight, bias, labels), {}),  # confident mistakes: softmax underflows
         ((pooled.double(), weight.double(), bias.double(), labels), {}),
         ((pooled.double(), w1.double(), b1.double(), scores), {}),
+        ((pooled, w1, b1, scores.double()), {}),  # float64 labels for a float32 model
+        ((pooled.double(), w1.double(), b1.double(), scores.half()), {}),
     ]
 
 
