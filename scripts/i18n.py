@@ -148,8 +148,8 @@ def extract(out: Path, execute: str = "cache") -> dict[str, Path]:
 # words a book page hands to a plot function, `viz.plot_x(..., title="...")`, which
 # `lang.translate_figure` translates when the figure is drawn. From a page, the strings taken
 # are those inside the arguments of a `plot_*` call and the keys of its dict literals (a series'
-# name becomes a legend entry: `{"untrained tiny BERT": p}`; `d["name"] = p` too), when they hold words: a key like
-# "mlm_loss" (no space) is data, not a label. An f-string is catalogued with its fields as
+# name becomes a legend entry: `{"untrained tiny BERT": p}`; `d["name"] = p` too), when they read
+# as names (_names: "mlm_loss" is data, not a label). An f-string is catalogued with its fields as
 # written (`"layer {layer}, head {head}"`): `lang.label` fills them in. The texts of the book's
 # SVG figures (`book/_static/<name>.svg`) are catalogued too; `update` writes each one's Chinese
 # copy `<name>.zh_CN.svg`, which Sphinx's `figure_language_filename` ("{root}.{language}{ext}")
@@ -243,14 +243,17 @@ def figure_words_of_page(markdown: str) -> list[str]:
                     keys = [t.slice for t in node.targets if isinstance(t, ast.Subscript)]
                 else:
                     keys = node.keys if isinstance(node, ast.Dict) else [node.key]
-                words += [
-                    text
-                    for key in keys
-                    if key is not None
-                    for text in [_literal(key)]
-                    if text is not None and " " in text.strip()
-                ]
+                words += _names(key for key in keys if key is not None)
     return words
+
+
+def _names(keys) -> list[str]:
+    """The keys that read as names: with a space ("whole words (gold)"), or a plain word
+    ("characters") in a dict whose keys mostly have one; "mlm_loss" is data."""
+    texts = [text for text in map(_literal, keys) if text is not None]
+    if 2 * sum(" " in text.strip() for text in texts) < len(texts):
+        return [text for text in texts if " " in text.strip()]
+    return [text for text in texts if " " in text.strip() or text.isalpha()]
 
 
 def svg_texts(svg: str, words_only: bool = True) -> list[str]:

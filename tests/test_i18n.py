@@ -433,11 +433,13 @@ def test_figure_words_are_found_in_modules_pages_and_svgs() -> None:
     assert i18n.figure_words_of_module(module) == ["Peakedness ({n} keys)"]  # a number: no words
     page = (
         "```{code-cell} ipython3\n:tags: [hide-input]\n"
-        'd = {"untrained tiny BERT": p, "mlm_loss": q}\nd[f"L = {n} words"] = r\n'
+        'd = {"untrained tiny BERT": p, "whole words": p, "characters": p, "mlm_loss": q}\n'
+        'e = {"lr": 1, "epochs": 2, "a run": 3}\nd[f"L = {n} words"] = r\n'
         'fig = viz.plot_x(d, title="Top predictions", fmt="o-", x=r["a key"])\n```\n'
     )
     assert sorted(i18n.figure_words_of_page(page)) == [
-        "L = {n} words", "Top predictions", "untrained tiny BERT"
+        "L = {n} words", "Top predictions", "a run", "characters", "untrained tiny BERT",
+        "whole words",
     ]  # fmt: skip
     svg = '<svg aria-label="a b"><title>A &amp; B</title><text x="1">hidden states</text></svg>'
     assert i18n.svg_texts(svg) == ["A & B", "hidden states"]
