@@ -18,7 +18,8 @@ Optimizers are small `torch.optim.Optimizer` subclasses whose `step` reads like 
 - Schedules are pure functions of the step that return the multiplier of the peak rate:
   `warmup_linear_decay` (transformers' `get_linear_schedule_with_warmup`) and
   `polynomial_decay_with_warmup` (the original release). `make_lr_scheduler` wraps either
-  in a `torch.optim.lr_scheduler.LambdaLR`.
+  in a `torch.optim.lr_scheduler.LambdaLR`. `FractionLR` runs the same shapes on the
+  fraction of a run done instead of the step (a run with a time budget: `--max-minutes`).
 - Gradient clipping: the original clips to global norm `MAX_GRAD_NORM = 1.0`; use
   `torch.nn.utils.clip_grad_norm_` (re-exported here), do not rewrite it.
 
@@ -43,6 +44,8 @@ __all__ = [
     "warmup_linear_decay",
     "polynomial_decay_with_warmup",
     "make_lr_scheduler",
+    "schedule_at_fraction",
+    "FractionLR",
     "clip_grad_norm_",
     "MAX_GRAD_NORM",
     "NO_DECAY_NAME_PATTERNS",
@@ -425,3 +428,73 @@ def make_lr_scheduler(
         return schedule(step, **kwargs)
 
     return LambdaLR(optimizer, multiplier)
+
+
+# --- The same schedules on the fraction of a run done (a time budget) ---------------------
+SCHEDULE_RESOLUTION = 1_000_000
+"""`schedule_at_fraction` evaluates a step schedule on a grid of this many steps."""
+
+
+def schedule_at_fraction(
+    fraction: float, *, schedule: str = "linear", warmup_share: float = 0.1
+) -> float:
+    """The multiplier of a schedule of `SCHEDULES` at `fraction` in [0, 1] of the run, instead
+    of at a step: warm-up over the first `warmup_share` of the run, then the decay, 0 at 1.
+
+    It is the step function itself on a run of `SCHEDULE_RESOLUTION` steps (one shape, two
+    clocks): `warmup_linear_decay` gives `f / w` while `f < w`, then `(1 - f) / (1 - w)`.
+    Fractions are clamped to [0, 1].
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {sorted(SCHEDULES)}, got {schedule!r}")
+    if not 0.0 <= warmup_share < 1.0:
+        raise ValueError(f"warmup_share must be in [0, 1), got {warmup_share!r}")
+    n = SCHEDULE_RESOLUTION
+    step = round(min(max(float(fraction), 0.0), 1.0) * n)
+    return SCHEDULES[schedule](step, warmup_steps=round(warmup_share * n), total_steps=n)
+
+
+class FractionLR:
+    """A learning-rate scheduler driven by how much of the run is done, not by the step count.
+
+    `progress()` returns the fraction done in [0, 1] (for a time budget: the share of the
+    training time spent). Every `step()` sets each group's rate to its peak (the `lr` the
+    optimizer was built with) times `schedule_at_fraction(progress())`; calling it twice in a
+    row changes nothing. The state of the run lives in `progress`; `state_dict` holds the peaks.
+    """
+
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        progress: Callable[[], float],
+        *,
+        schedule: str = "linear",
+        warmup_share: float = 0.1,
+    ) -> None:
+        schedule_at_fraction(0.0, schedule=schedule, warmup_share=warmup_share)  # check now
+        self.optimizer, self.progress = optimizer, progress
+        self.schedule, self.warmup_share = schedule, warmup_share
+        self.base_lrs = [group["lr"] for group in optimizer.param_groups]
+        self.step()
+
+    def multiplier(self) -> float:
+        return schedule_at_fraction(
+            self.progress(), schedule=self.schedule, warmup_share=self.warmup_share
+        )
+
+    def step(self) -> None:
+        factor = self.multiplier()
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+            group["lr"] = base * factor
+
+    def get_last_lr(self) -> list[float]:
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"base_lrs": list(self.base_lrs), "schedule": self.schedule,
+                "warmup_share": self.warmup_share}  # fmt: skip
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.base_lrs = list(state["base_lrs"])
+        self.schedule, self.warmup_share = state["schedule"], state["warmup_share"]
+        self.step()

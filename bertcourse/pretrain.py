@@ -3,7 +3,7 @@
 Command line (``python -m bertcourse.pretrain --help`` lists every option)::
 
     python -m bertcourse.pretrain --model tiny --steps 2000 --output runs/tiny
-    python -m bertcourse.pretrain --model tiny --max-minutes 10   # steps fitted to 10 minutes
+    python -m bertcourse.pretrain --model tiny --max-minutes 10   # the schedule runs on 10 minutes
     python -m bertcourse.pretrain --resume runs/tiny --steps 3000        # continue, exactly
     python -m bertcourse.pretrain fill-mask --checkpoint runs/tiny "return the [MASK] of x."
     python -m bertcourse.pretrain evaluate runs/tiny runs/other   # the held-out figures again
@@ -50,14 +50,17 @@ What one run does:
    scheduler and data position) every ``--checkpoint-every`` steps and at the end;
    ``report.json`` with every figure, ``curves.png`` (losses, accuracies) and ``lr.png``.
 
-A time budget: ``--max-minutes M`` without ``--steps`` times a few real steps (then undoes
-them), and sets the steps so that training, the evaluations and the final checkpoint fit in M
-minutes; warm-up and decay are then 10% and 90% of those steps. When the time allows fewer
-than ``MIN_STEPS_TO_LEARN`` (1,500) steps, it warns and says how many minutes would do. At the end of warm-up, where
-the learning rate is at its peak, it fits the steps once more from the mean time of the
-hundreds of steps run so far (a machine's speed drifts), which continues the schedule exactly.
-The final numbers are printed and saved: ``--steps N --warmup-steps W`` with them repeats the
-run exactly (timings differ between machines, so the fitted N does too).
+A time budget: ``--max-minutes M`` without ``--steps`` runs the learning-rate schedule on the
+share of the training time spent instead of on steps (:class:`TimeBudget`,
+:class:`bertcourse.optim.FractionLR`): warm-up over the first 10% of the training time, linear
+decay to 0 at its end, whatever the machine's speed or its changes. The M minutes count from the
+process's start (the command line) and hold the set-up, the training and the end (the final
+evaluation, timed at the start, the checkpoint and the figures, reserved); the loop stops when
+its next step would end past its share. At the end of warm-up it says how many steps the budget
+will give at the pace measured so far, and warns when they are fewer than
+``MIN_STEPS_TO_LEARN`` (1,500), naming the minutes that would give that many. The rate of each
+step followed the clock, so such a run is not repeated step for step; ``--steps N`` runs a
+schedule of the same length on steps. ``--max-minutes`` with ``--steps`` only stops the run.
 
 Exact resume: the data order depends only on ``(seed, epoch)``, each example's mask on
 ``(seed, epoch, example)``, and the dropout noise of step ``s`` on ``(seed, s, rank)``; the
@@ -96,6 +99,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -190,7 +194,6 @@ class Session:
     state: dict[str, Any]
     train_corpus: TokenizedCorpus
     bar: Any = None
-    time_fit: TimeFit | None = None  # set while a --max-minutes schedule awaits its refit
 
     def log(self, msg: str) -> None:
         if self.dist.is_main:
@@ -239,89 +242,81 @@ class Session:
         )
 
 
-class _ConstantLR:
-    """A scheduler that does nothing: the calibration steps run before the schedule exists."""
-
-    def step(self) -> None:
-        pass
-
-    def state_dict(self) -> dict:
-        return {}
+WARMUP_SHARE = 0.1
+"""Warm-up is this share of a run: 10% of ``--steps`` (unless ``--warmup-steps``), or 10% of
+the training time of a ``--max-minutes`` budget."""
+FINAL_EVAL_MARGIN = 1.25
+"""The final evaluation is reserved this many times the first one's measured time (a busy
+machine's speed drifts by tens of percent within minutes)."""
+PLOT_SECONDS = 3.0
+"""Reserved for drawing and saving the two report figures (matplotlib is imported during the
+set-up, so this is the drawing alone: about 1 s on an idle 2-core machine)."""
 
 
 @dataclass
-class TimeFit:
-    """A schedule fitted to a time budget: the steps, and what the budget's end needs."""
+class TimeBudget:
+    """``--max-minutes`` without ``--steps``: the learning-rate schedule runs on the share of
+    the training time spent, so that it is complete when the time is, at any speed.
 
-    steps: int
-    minutes: float
-    t_start: float  # time.perf_counter() at the start of the run
-    final_seconds: float  # the final evaluation and checkpoint, measured
-
-
-def fit_steps_to_time(s: Session, minutes: float, t_start: float, eval_seconds: float) -> TimeFit:
-    """The number of steps that fit in ``minutes`` (counted from ``t_start``): time a few real
-    steps, then undo them (model and optimizer restored), so the run that follows is exactly
-    ``--steps N`` with the N returned. The loop fits it again at the end of warm-up, from
-    hundreds of steps (:func:`refit_steps_to_time`).
-
-    Budget = minutes - time already spent - final evaluation and checkpoint - cutting the
-    first epoch's pairs; each step costs its measured time plus its share of the periodic
-    evaluations and of the later epochs' pairs; 3% is kept as a margin.
+    ``seconds`` is the training loop's share of the budget: the minutes given, less the set-up
+    already spent (from the process's start) and what the end needs (the final evaluation,
+    checkpoint and figures, measured or reserved). ``spent`` counts the loop's seconds so far,
+    evaluations and checkpoints inside it included. Both are kept in ``state["time_budget"]``,
+    saved with every checkpoint, so a resumed run continues the schedule where it stopped.
     """
-    import copy
 
-    cfg = s.cfg
-    model_state = copy.deepcopy(s.model.state_dict())
-    optim_state = copy.deepcopy(s.optimizer.state_dict())
-    budget = 60.0 * minutes
-    times: list[float] = []
-    t_epoch = time.perf_counter()
-    epoch_loader = s.loader()  # cutting an epoch's pairs takes a moment: timed too
-    epoch_seconds, batches_per_epoch = time.perf_counter() - t_epoch, len(epoch_loader)
-    loader = iter(epoch_loader)
-    for i in range(3 + 20):  # 3 warm-up steps (allocator, kernel choice), then up to 20 timed
-        t0 = time.perf_counter()  # the batch's preparation (masking, padding) counts too
-        batch = next(loader, None)
-        if batch is None:
-            break
-        train_step(s.model, batch, s.optimizer, _ConstantLR(), mask_id=s.vocab.mask_id,
-                   dist=s.dist, seed=cfg.seed, step=i, grad_clip=cfg.grad_clip, bf16=cfg.bf16)  # fmt: skip
-        if i >= 3:
-            times.append(time.perf_counter() - t0)
-        # Stop early when timing eats into the budget (decided together: every process must
-        # run the same number of steps, each all-reduces its statistics).
-        if s.dist.any(len(times) >= 3 and time.perf_counter() - t_start > 0.1 * budget):
-            break
-    s.model.load_state_dict(model_state)
-    s.optimizer.load_state_dict(optim_state)
-    if not times:
-        raise ValueError("cannot time a step: an epoch has fewer than 4 batches")
-    step_seconds = sorted(times)[len(times) // 2]  # the median: robust to a slow outlier
-    t_ckpt = time.perf_counter()
-    if s.dist.is_main:  # the cost of the final checkpoint, measured
-        save_checkpoint(s.out_dir, s.model, s.tokenizer, cfg.replace(steps=1), s.state,
-                        s.optimizer, _ConstantLR())  # fmt: skip
-    ckpt_seconds = time.perf_counter() - t_ckpt
-    # Fixed costs: the final evaluation and checkpoint, the loop's first epoch of pairs.
-    left = budget - (time.perf_counter() - t_start) - eval_seconds - ckpt_seconds - epoch_seconds
-    per_step = (
-        step_seconds
-        + (eval_seconds / cfg.eval_every if cfg.eval_every else 0.0)
-        + epoch_seconds / max(batches_per_epoch, 1)  # a new epoch of pairs now and then
-    )
-    steps = s.dist.mean_int(max(1, int(0.97 * left / per_step)))  # the same N everywhere
+    seconds: float
+    minutes: float  # the whole budget, --max-minutes
+    spent: float = 0.0
+
+    def fraction(self) -> float:
+        return min(1.0, self.spent / self.seconds)
+
+    def as_dict(self) -> dict[str, float]:
+        return dataclasses.asdict(self)
+
+
+def _time_budget(s: Session) -> TimeBudget | None:
+    saved = s.state.get("time_budget")
+    return None if saved is None else TimeBudget(**saved)
+
+
+def make_time_scheduler(s: Session) -> Any:
+    """The :class:`bertcourse.optim.FractionLR` of a time budget: its progress is read from
+    ``s.state["time_budget"]`` (so a resume, which replaces the state, carries it on)."""
+    from bertcourse.optim import FractionLR
+
+    def progress() -> float:
+        budget = _time_budget(s)
+        return budget.fraction() if budget is not None else 0.0
+
+    return FractionLR(s.optimizer, progress, schedule=s.cfg.schedule, warmup_share=WARMUP_SHARE)
+
+
+def plan_time_budget(
+    s: Session, minutes: float, t_start: float, eval_seconds: float, clock: Callable[[], float]
+) -> TimeBudget:
+    """The loop's seconds out of ``minutes`` counted from ``t_start``: what is left after the
+    set-up, less the end's reserve (the final evaluation at ``FINAL_EVAL_MARGIN`` times
+    ``eval_seconds``, a checkpoint, timed here by writing the first one, and the figures)."""
+    t0 = clock()
+    s.checkpoint()  # the step-0 checkpoint: also the cost of the final one, measured
+    end_seconds = FINAL_EVAL_MARGIN * eval_seconds + (clock() - t0)
+    if s.cfg.plots:
+        end_seconds += PLOT_SECONDS
+    left = 60.0 * minutes - (clock() - t_start) - end_seconds
+    if left <= 0:
+        raise ValueError(
+            f"--max-minutes {minutes:g} leaves no time to train: the set-up took "
+            f"{clock() - t_start:.0f} s and the end needs {end_seconds:.0f} s; give more minutes"
+        )
     s.log(
-        f"schedule fitted to {minutes:g} min: {step_seconds * 1e3:.0f} ms per step (median of "
-        f"{len(times)}), evaluation {eval_seconds:.1f} s -> {_steps(steps)}"
+        f"time budget {minutes:g} min: {clock() - t_start:.0f} s of set-up, {left:.0f} s of "
+        f"training (warm-up over the first {WARMUP_SHARE:.0%}, then decay to 0 at the end), "
+        f"{end_seconds:.0f} s kept for the final evaluation, checkpoint and figures"
     )
-    warning = too_few_steps_warning(steps, per_step / 0.97, budget - left)
-    if warning:
-        s.log(warning)
-    return TimeFit(steps, minutes, t_start, eval_seconds + ckpt_seconds)
+    return TimeBudget(left, minutes)
 
-
-REFIT_MIN_STEPS = 20  # a warm-up shorter than this is too short to time: no refit
 
 # Fewer steps than this learn little beyond the unigram baseline. The measured learning curve
 # of the tiny model on pairs of 64 tokens (benchmarks/RESULTS.md): a 1,500-step schedule ends
@@ -336,9 +331,9 @@ def _steps(n: int) -> str:
 
 
 def too_few_steps_warning(steps: int, seconds_per_step: float, fixed_seconds: float) -> str | None:
-    """A warning when a time-fitted schedule has fewer than :data:`MIN_STEPS_TO_LEARN` steps,
+    """A warning when a time budget gives fewer than :data:`MIN_STEPS_TO_LEARN` steps,
     saying how many minutes would give that many at ``seconds_per_step`` (``fixed_seconds``:
-    what the run spends besides its steps: start-up, timing, final evaluation and checkpoint)."""
+    what the run spends besides its steps: start-up, final evaluation, checkpoint, figures)."""
     if steps >= MIN_STEPS_TO_LEARN:
         return None
     need = (fixed_seconds + MIN_STEPS_TO_LEARN * seconds_per_step) / 60
@@ -351,51 +346,29 @@ def too_few_steps_warning(steps: int, seconds_per_step: float, fixed_seconds: fl
     )
 
 
-def refit_steps_to_time(s: Session, seconds_per_step: float) -> PretrainConfig:
-    """Fit the steps to the time again at the end of warm-up, from the mean time of the steps
-    run so far (evaluations included), and return the run's new config.
-
-    The first fit times 20 steps, and a machine's speed drifts by several percent over
-    minutes, so it may leave time unused or run out of it. Here the learning rate is at its
-    peak and the decay has not begun, so a new number of steps N' continues the schedule
-    exactly: the run equals one started with ``--steps N' --warmup-steps W`` (printed and
-    saved). 1% of the time left is kept as a margin.
-    """
-    cfg, fit = s.cfg, s.time_fit
-    assert fit is not None
-    left = 60.0 * fit.minutes - (time.perf_counter() - fit.t_start) - fit.final_seconds
-    more_steps = s.dist.mean_int(max(1, int(0.99 * left / seconds_per_step)))  # same everywhere
-    step = s.state["step"]
-    cfg = cfg.replace(steps=step + more_steps, warmup_steps=cfg.warmup)
-    s.scheduler = make_lr_scheduler(
-        s.optimizer, cfg.schedule, warmup_steps=cfg.warmup, total_steps=cfg.steps
-    )
-    s.scheduler.last_epoch = step - 1
-    s.scheduler.step()  # the rate of step `step` under the new schedule (the peak)
-    s.cfg, s.time_fit = cfg, None
-    if s.bar is not None:
-        s.bar.total = cfg.steps
-        s.bar.refresh()
+def _warn_if_too_few(s: Session, budget: TimeBudget, steps_done: int) -> None:
+    """At the end of warm-up (hundreds of steps timed, evaluations included): the steps the
+    whole budget will give at this pace, and a warning when they are too few."""
+    per_step = budget.spent / max(steps_done, 1)
+    projected = int(budget.seconds / per_step)
     s.log(
-        f"schedule fitted again at the end of warm-up: {seconds_per_step * 1e3:.0f} ms per "
-        f"step (mean of {step}) -> {fit.steps} becomes {cfg.steps} steps (reproduce with "
-        f"--steps {cfg.steps} --warmup-steps {cfg.warmup})"
+        f"end of warm-up: {per_step * 1e3:.0f} ms per step over {_steps(steps_done)} -> about "
+        f"{_steps(projected)} in the {budget.seconds:.0f} s of training"
     )
-    besides_steps = time.perf_counter() - fit.t_start - step * seconds_per_step + fit.final_seconds
-    warning = too_few_steps_warning(cfg.steps, seconds_per_step / 0.99, besides_steps)
-    if warning and fit.steps >= MIN_STEPS_TO_LEARN:  # else already said at the first fit
+    warning = too_few_steps_warning(projected, per_step, 60.0 * budget.minutes - budget.seconds)
+    if warning:
         s.log(warning)
-    return cfg
 
 
-def run(cfg: PretrainConfig) -> dict:
+def run(cfg: PretrainConfig, *, clock: Callable[[], float] = time.perf_counter, started_at: float | None = None) -> dict:  # fmt: skip
     """Pretrain (or resume) and return the report (also written to ``output_dir/report.json``).
 
     Works in one process or under torchrun (see the module docstring). The report holds the
     final held-out metrics (``report["final_eval"]``), the unigram baseline
     (``report["unigram_baseline"]``), their ratio, timings, corpus sizes and the history.
+    ``clock`` and ``started_at``: see :func:`train`.
     """
-    return train(cfg).report
+    return train(cfg, clock=clock, started_at=started_at).report
 
 
 def _prepare(cfg: PretrainConfig, dist: Dist) -> tuple[Session, TokenizedCorpus, dict]:
@@ -461,6 +434,7 @@ def _report(
         "epochs_done": state["epoch"] + state["batch_in_epoch"] / max(batches_per_epoch, 1),
         "tokens_seen": state["tokens"],
         "train_seconds": state["train_seconds"],
+        "time_budget": state.get("time_budget"),  # --max-minutes alone: seconds, spent
         "wall_seconds_this_run": wall_seconds,
         "tokens_per_second": state["tokens"] / max(state["train_seconds"], 1e-9),
         "padding_share": run_total.padding_share,
@@ -530,12 +504,25 @@ def _check_run(cfg: PretrainConfig, dist: Dist) -> None:
         )
     if cfg.packing and dist.enabled:
         raise ValueError("--packing runs in one process: it is not wired into DDP yet")
-    if cfg.steps is None and cfg.max_minutes is None:
-        raise ValueError("give --steps, or --max-minutes to fit the number of steps to the time")
+    if cfg.steps is None and cfg.max_minutes is None and not cfg.resume:
+        raise ValueError("give --steps, or --max-minutes to run the schedule on the time")
+    if cfg.steps is None and cfg.warmup_steps is not None:
+        raise ValueError(
+            "--warmup-steps needs --steps: with --max-minutes alone the warm-up is the first "
+            f"{WARMUP_SHARE:.0%} of the training time"
+        )
 
 
 def _resume(s: Session, path: str | Path) -> None:
-    """Continue from a checkpoint of the same settings: weights, optimizer, schedule, position."""
+    """Continue from a checkpoint of the same settings: weights, optimizer, schedule, position
+    (and a time budget's seconds spent: its schedule goes on where it stopped)."""
+    on_time = PretrainConfig.load(path).steps is None
+    if on_time != (s.cfg.steps is None):
+        raise ValueError(
+            "cannot resume: the checkpoint's schedule runs on "
+            + ("the time of --max-minutes; resume it without --steps" if on_time
+               else "steps; give --steps (the command line reuses the saved ones)")
+        )  # fmt: skip
     saved = resume(path, s.cfg, s.model, s.optimizer, s.scheduler, s.dist.device)
     s.state.update(saved)
 
@@ -570,23 +557,40 @@ class LoopResult:
     """What the training loop of one invocation did (for the report)."""
 
     total: BatchStats  # this invocation's sums (tokens/s, padding, MFU)
-    stop_reason: str  # "steps", "stop_after" or "max_minutes"
+    stop_reason: str  # "steps", "time_budget" (its schedule complete), "stop_after", "max_minutes"
     batches_per_epoch: int
     step_seconds: float  # training time without the evaluations and checkpoints inside the loop
 
 
+def _same_everywhere(dist: Dist, seconds: float) -> float:
+    """The processes' mean of ``seconds``: one clock for the schedule of every process."""
+    if not dist.enabled:
+        return seconds
+    return dist.all_reduce_sum(torch.tensor([seconds], dtype=torch.float64)).item() / dist.world_size  # fmt: skip
+
+
 def _train_loop(
-    s: Session, model: torch.nn.Module, peak: float | None, t_start: float
-) -> LoopResult:
-    """Train from ``s.state`` to ``cfg.steps`` (or until a stop), evaluating, logging and
-    checkpointing on the way. ``model`` is the model to step: the DDP wrapper under torchrun."""
+    s: Session, model: torch.nn.Module, peak: float | None, t_start: float,
+    clock: Callable[[], float],
+) -> LoopResult:  # fmt: skip
+    """Train from ``s.state`` to ``cfg.steps``, or to the end of the time budget, or until a
+    stop, evaluating, logging and checkpointing on the way. ``model`` is the model to step:
+    the DDP wrapper under torchrun.
+
+    A time budget (:class:`TimeBudget`) adds each iteration's seconds to its ``spent`` (one
+    figure for all processes), sets the next step's rate from the fraction spent, and stops
+    when the next step, as long as this one, would end past the budget."""
     cfg, state, dist = s.cfg, s.state, s.dist
-    window, t_window = BatchStats(), time.perf_counter()  # sums since the last log line
+    total_steps = cfg.steps if cfg.steps is not None else math.inf  # a time budget: no count
+    window, t_window = BatchStats(), clock()  # sums since the last log line
     result = LoopResult(BatchStats(), "steps", 0, 0.0)
     steps_this_run, side_seconds = 0, 0.0  # side: evaluations and checkpoints inside the loop
-    t_train, train_seconds_before = time.perf_counter(), state["train_seconds"]
+    t_train, train_seconds_before = clock(), state["train_seconds"]
+    budget = _time_budget(s)
+    warned = budget is None or budget.fraction() >= WARMUP_SHARE
+    t_last = clock()
     s.model.train()
-    while state["step"] < cfg.steps:
+    while state["step"] < total_steps:
         loader = s.loader()
         if state["batch_in_epoch"] == 0 and len(loader) == 0:
             raise ValueError(
@@ -596,10 +600,12 @@ def _train_loop(
         result.batches_per_epoch = state["batch_in_epoch"] + len(loader)
         for batch in loader:
             lr = s.optimizer.param_groups[0]["lr"]  # the rate this step uses
+            t_step = clock()
             stats = train_step(model, batch, s.optimizer, s.scheduler, mask_id=s.vocab.mask_id,
                                dist=dist, seed=cfg.seed, step=state["step"],
                                grad_clip=cfg.grad_clip, bf16=cfg.bf16,
                                sentence_loss=cfg.sentence_task != "none")  # fmt: skip
+            this_step = clock() - t_step
             state["step"] += 1
             state["batch_in_epoch"] += 1
             state["tokens"] += int(stats.tokens)
@@ -607,27 +613,38 @@ def _train_loop(
             window, result.total = window + stats, result.total + stats
             if s.bar is not None:
                 s.bar.update(1)
-            if state["step"] % cfg.log_every == 0 or state["step"] == cfg.steps:
-                seconds, t_window = time.perf_counter() - t_window, time.perf_counter()
+            if state["step"] % cfg.log_every == 0 or state["step"] == total_steps:
+                seconds, t_window = clock() - t_window, clock()
                 _log_row(s, window, seconds, lr, peak)
                 window = BatchStats()
-            state["train_seconds"] = train_seconds_before + time.perf_counter() - t_train
-            t_side = time.perf_counter()
-            if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < cfg.steps:
+            state["train_seconds"] = train_seconds_before + clock() - t_train
+            t_side = clock()
+            if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < total_steps:  # fmt: skip
                 s.evaluate()
             if cfg.checkpoint_every and state["step"] % cfg.checkpoint_every == 0:
                 s.checkpoint()
-            side_seconds += time.perf_counter() - t_side
-            t_window += time.perf_counter() - t_side  # tokens/s and MFU count the steps only
-            if s.time_fit is not None and state["step"] == cfg.warmup:
-                cfg = refit_steps_to_time(s, (time.perf_counter() - t_train) / steps_this_run)
-            if state["step"] >= cfg.steps:
+            side_seconds += clock() - t_side
+            t_window += clock() - t_side  # tokens/s and MFU count the steps only
+            if budget is not None:
+                now = clock()
+                budget.spent += _same_everywhere(dist, now - t_last)
+                t_last = now
+                state["time_budget"] = budget.as_dict()
+                s.scheduler.step()  # the next step's rate, from the time spent
+                if not warned and budget.fraction() >= WARMUP_SHARE:
+                    _warn_if_too_few(s, budget, state["step"])
+                    warned = True
+                over = budget.spent + _same_everywhere(dist, this_step) > budget.seconds
+                if dist.any(over):
+                    result.stop_reason = "time_budget"
+                    break
+            if state["step"] >= total_steps:
                 break
             if cfg.stop_after is not None and steps_this_run >= cfg.stop_after:
                 result.stop_reason = "stop_after"
                 break
             if cfg.max_minutes is not None:
-                if dist.any(time.perf_counter() - t_start > 60 * cfg.max_minutes):
+                if dist.any(clock() - t_start > 60 * cfg.max_minutes):
                     result.stop_reason = "max_minutes"
                     break
         else:  # the epoch ran out
@@ -635,13 +652,58 @@ def _train_loop(
             state["batch_in_epoch"] = 0
         if result.stop_reason != "steps":
             break
-    result.step_seconds = time.perf_counter() - t_train - side_seconds
+    result.step_seconds = clock() - t_train - side_seconds
     return result
 
 
-def train(cfg: PretrainConfig) -> TrainResult:
-    """:func:`run`, also returning the trained model and the tokenizer."""
-    t_start = time.perf_counter()
+def _schedule(s: Session, clock: Callable[[], float], t_start: float) -> dict | None:
+    """Give ``s`` its learning-rate schedule (and resume it): over ``--steps``, or over the
+    time of ``--max-minutes`` (:class:`TimeBudget`). Returns the held-out figures at step 0
+    when a time budget measured them (the evaluation's cost is part of its plan)."""
+    cfg = s.cfg
+    if cfg.steps is not None:
+        s.scheduler = make_lr_scheduler(
+            s.optimizer, cfg.schedule, warmup_steps=cfg.warmup, total_steps=cfg.steps
+        )
+        if cfg.resume:
+            _resume(s, cfg.resume)
+        return None
+    s.scheduler = make_time_scheduler(s)
+    if cfg.resume:
+        _resume(s, cfg.resume)
+        s.scheduler.step()  # the rate at the saved share of the time (idempotent)
+        return None
+    t0 = clock()
+    first_eval = evaluate(s.model, s.ev_batches, s.vocab.mask_id, s.dist.device, cfg.bf16)
+    eval_seconds = clock() - t0
+    if cfg.plots and s.dist.is_main:  # imported now, so that the set-up's time counts it
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import bertcourse.viz.training  # noqa: F401
+    s.state["time_budget"] = TimeBudget(
+        60.0 * cfg.max_minutes, cfg.max_minutes
+    ).as_dict()  # for the step-0 save
+    budget = plan_time_budget(s, cfg.max_minutes, t_start, eval_seconds, clock)
+    s.state["time_budget"] = budget.as_dict()
+    s.scheduler.step()
+    return first_eval
+
+
+def train(
+    cfg: PretrainConfig,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+    started_at: float | None = None,
+) -> TrainResult:
+    """:func:`run`, also returning the trained model and the tokenizer.
+
+    ``clock`` is the time source of the time budget, the stops and the speed figures (a test
+    passes a fake one); ``started_at`` its reading when the run began (the command line passes
+    the process's start, so that ``--max-minutes`` counts Python's start-up and imports too);
+    by default the time of this call.
+    """
+    t_start = clock() if started_at is None else started_at
     dist = setup_distributed(cfg.device)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -660,27 +722,7 @@ def train(cfg: PretrainConfig) -> TrainResult:
         f"world size {dist.world_size}, device {dist.device}, {torch.get_num_threads()} threads"
         + (f", matmul peak {peak / 1e9:.0f} GFLOP/s" if peak else "")
     )
-
-    first_eval: dict | None = None
-    if cfg.steps is None:  # fit the schedule to the time given
-        t0 = time.perf_counter()
-        first_eval = evaluate(s.model, s.ev_batches, s.vocab.mask_id, dist.device, cfg.bf16)
-        eval_seconds = time.perf_counter() - t0
-        fit = fit_steps_to_time(s, cfg.max_minutes, t_start, eval_seconds)
-        if cfg.warmup_steps is not None and fit.steps <= cfg.warmup_steps:
-            raise ValueError(
-                f"{cfg.max_minutes:g} minutes fit only {_steps(fit.steps)} on this machine, not "
-                f"more than --warmup-steps {cfg.warmup_steps}: give more --max-minutes, or "
-                "leave --warmup-steps out (10% of the fitted steps)"
-            )
-        cfg = s.cfg = cfg.replace(steps=fit.steps)
-        if cfg.warmup >= REFIT_MIN_STEPS:  # else too short a warm-up to time: the fit stands
-            s.time_fit = fit
-    s.scheduler = make_lr_scheduler(
-        s.optimizer, cfg.schedule, warmup_steps=cfg.warmup, total_steps=cfg.steps
-    )
-    if cfg.resume:
-        _resume(s, cfg.resume)
+    first_eval = _schedule(s, clock, t_start)
     ddp_model: torch.nn.Module = model
     if dist.enabled:
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -691,21 +733,27 @@ def train(cfg: PretrainConfig) -> TrainResult:
 
         s.bar = tqdm(total=cfg.steps, initial=s.state["step"], desc="pretrain", dynamic_ncols=True)
     if cfg.eval_every and s.state["step"] == 0:
-        if first_eval is not None:  # already computed while fitting the schedule
+        if first_eval is not None:  # already computed to plan the time budget
             s.state["history"]["eval"].append({"step": 0, **first_eval})
         else:
             s.evaluate()  # the starting point of the held-out curves
 
-    loop = _train_loop(s, ddp_model, peak, t_start)
+    loop = _train_loop(s, ddp_model, peak, t_start, clock)
     if s.bar is not None:
         s.bar.close()
+    if loop.stop_reason == "time_budget":
+        s.log(
+            f"time budget used: {_steps(s.state['step'])}, the schedule complete (the rate of "
+            f"each step followed the clock; --steps {s.state['step']} runs a schedule of the "
+            "same length on steps)"
+        )
     final = s.evaluate()
     s.checkpoint()
     report: dict = {}
     if dist.is_main:
         report = _report(s, extra["corpus"], heldout, final, loop.total, loop.step_seconds, peak,
                          stop_reason=loop.stop_reason, batches_per_epoch=loop.batches_per_epoch,
-                         wall_seconds=time.perf_counter() - t_start)  # fmt: skip
+                         wall_seconds=clock() - t_start)  # fmt: skip
     if dist.enabled:
         torch.distributed.barrier()
     return TrainResult(model, s.tokenizer, report)

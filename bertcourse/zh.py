@@ -436,8 +436,10 @@ def _language():
     )
 
 
-PRETRAIN_RECIPE = {"tokenizer": CHARS_VOCABULARY, "eval_examples": 1000}
+PRETRAIN_RECIPE = {"tokenizer": CHARS_VOCABULARY, "eval_examples": 1000, "steps": 9000}
 """What `--lang zh` changes in the pretraining defaults (`PretrainConfig.for_language`); the
-rest is the English recipe (tiny model, pairs of 64 tokens, batch 32, peak rate 2e-3)."""
+rest is the English recipe (tiny model, pairs of 64 tokens, batch 32, peak rate 2e-3). 9,000
+steps: what chapter 9's runs used (`benchmarks/zh_pretraining.py`: about what 10 minutes give
+on the idle 2-core machine)."""
 
 CHINESE = _language()

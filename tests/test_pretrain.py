@@ -14,7 +14,6 @@ from bertcourse.config import IGNORE_INDEX
 from bertcourse.mlm import MaskSplit
 from bertcourse.pretrain import (
     MIN_STEPS_TO_LEARN,
-    REFIT_MIN_STEPS,
     BatchStats,
     PretrainConfig,
     evaluate,
@@ -151,9 +150,9 @@ def test_an_unknown_language_is_refused_with_the_known_ones(tmp_path, capsys):
     assert PretrainConfig().lang == "en" and SMOKE.replace(lang="en").model_config
 
 
-def test_a_warm_up_longer_than_the_time_allows_is_refused_clearly(tmp_path):
-    cfg = SMOKE.replace(steps=None, max_minutes=0.05, warmup_steps=10_000, eval_every=0)
-    with pytest.raises(ValueError, match=r"fit only [\d,]+ steps? on this machine, not more than --warmup-steps 10000"):  # fmt: skip
+def test_a_warm_up_in_steps_needs_steps(tmp_path):
+    cfg = SMOKE.replace(steps=None, max_minutes=0.05, warmup_steps=10, eval_every=0)
+    with pytest.raises(ValueError, match=r"--warmup-steps needs --steps: with --max-minutes alone the warm-up is the first 10% of the training time"):  # fmt: skip
         run(cfg.replace(output_dir=str(tmp_path)))
 
 
@@ -296,72 +295,6 @@ def test_evaluate_checkpoint_reproduces_the_runs_figures(smoke_run, capsys):
     assert "transformers' BertForPreTraining" in printed
 
 
-def test_max_minutes_fits_the_schedule_and_is_reproducible(tmp_path, capsys):
-    data.load_corpus("bert")  # a cold cache would spend the budget on tokenizing
-    minutes = 0.25
-    cfg = SMOKE.replace(
-        steps=None, max_minutes=minutes, warmup_steps=None, eval_every=0, plots=False
-    )
-    report = run(cfg.replace(output_dir=str(tmp_path / "fitted")))
-    n = report["config"]["steps"]  # the fitted number of steps, saved with the run
-    assert n > 20 and report["config"]["max_minutes"] == minutes
-    if n < MIN_STEPS_TO_LEARN:  # 15 s: on any CPU, too few to learn, and the run says so
-        assert re.search(r"WARNING: [\d,]+ steps are too few to learn.*--max-minutes \d+", capsys.readouterr().err)  # fmt: skip
-    # All fitted steps run unless the machine slows down after the timing (a busy machine:
-    # then the time limit stops the run); either way the run ends near the budget.
-    assert report["steps_done"] == n or report["stopped_by"] == "max_minutes"
-    assert report["stopped_by"] in ("steps", "max_minutes")
-    assert report["wall_seconds_this_run"] < 60 * minutes + 15
-    # Warm-up is 10% of the first fit's steps (saved when the run was fitted again at its
-    # end, test below): the LR peaks there.
-    lrs = [r["lr"] for r in report["history"]["train"]]
-    warm = report["config"]["warmup_steps"] or round(0.1 * n)
-    if report["config"]["warmup_steps"] is None:  # no refit: the warm-up was too short
-        assert warm < REFIT_MIN_STEPS
-    if report["steps_done"] > warm:
-        assert lrs[warm] == pytest.approx(cfg.lr) and lrs[warm - 1] < cfg.lr
-    # The timing steps were undone: the fitted run is the run with --steps n.
-    k = min(report["steps_done"], 6)
-    again = run(
-        cfg.replace(
-            steps=n,
-            warmup_steps=report["config"]["warmup_steps"],
-            max_minutes=None,
-            stop_after=k,
-            output_dir=str(tmp_path / "n"),
-        )  # fmt: skip
-    )
-    first = [r["loss"] for r in report["history"]["train"][:k]]
-    assert [r["loss"] for r in again["history"]["train"]] == first
-
-
-def test_time_fit_is_refitted_at_the_end_of_warm_up_and_stays_reproducible(tmp_path, capsys):
-    data.load_corpus("bert")
-    # 0.5 minutes: a busy 2-core machine (load 14) fitted only 16 steps into 0.3
-    minutes, warm = 0.5, 25
-    cfg = SMOKE.replace(steps=None, max_minutes=minutes, warmup_steps=warm, eval_every=0, plots=False)  # fmt: skip
-    report = run(cfg.replace(output_dir=str(tmp_path / "fitted")))
-    n = report["config"]["steps"]  # the refitted number of steps, saved with the run
-    assert report["config"]["warmup_steps"] == warm and n > warm
-    # The refit happened at the end of warm-up, and what it printed is what was saved.
-    log = capsys.readouterr().err
-    refit = re.search(r"fitted again at the end of warm-up: .* \(mean of (\d+)\) -> \d+ "
-                      r"becomes (\d+) steps \(reproduce with --steps (\d+) --warmup-steps (\d+)\)", log)  # fmt: skip
-    assert refit, log
-    assert [int(g) for g in refit.groups()] == [warm, n, n, warm]
-    assert report["stopped_by"] in ("steps", "max_minutes")
-    assert report["wall_seconds_this_run"] < 60 * minutes + 15
-    # The learning rate is exactly the schedule of (n, warm): warm-up, then linear decay to 0.
-    lrs = [r["lr"] for r in report["history"]["train"]]
-    want = [cfg.lr * min(t / warm, (n - t) / (n - warm)) for t in range(len(lrs))]
-    assert lrs == pytest.approx(want, rel=1e-12, abs=1e-15)
-    # And the run is the run of --steps n --warmup-steps warm, also past the refit.
-    k = min(report["steps_done"], warm + 8)
-    again = run(cfg.replace(steps=n, max_minutes=None, stop_after=k, output_dir=str(tmp_path / "n")))  # fmt: skip
-    first = [r["loss"] for r in report["history"]["train"][:k]]
-    assert [r["loss"] for r in again["history"]["train"]] == first
-
-
 def test_packed_run_trains_with_little_padding(tmp_path):
     report = run(SMOKE.replace(steps=8, packing=True, eval_every=0, plots=False, output_dir=str(tmp_path)))  # fmt: skip
     losses = [r["loss"] for r in report["history"]["train"]]
@@ -496,3 +429,103 @@ def test_jieba_word_starts_follow_jiebas_words():
     assert jieba_word_starts(list("我来到北京清华大学")) == [1, 1, 0, 1, 0, 1, 0, 0, 0]
     # tokens of several characters, "##" pieces counted by their text
     assert jieba_word_starts(["我", "来到", "北", "##京", "清华", "##大学"]) == [1, 1, 1, 0, 1, 0]
+
+
+# --- --max-minutes: the schedule runs on the time (a fake clock) ----------------------------
+class FakeClock:
+    """Time that passes only when a training step says so (set-up, evaluations: no time)."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _steps_take(monkeypatch, clock: FakeClock, seconds) -> None:
+    """Each training step advances ``clock`` by ``seconds(step)``."""
+    import bertcourse.pretrain as pretrain
+
+    real = pretrain.train_step
+
+    def timed_step(*args, **kwargs):
+        out = real(*args, **kwargs)
+        clock.now += seconds(kwargs["step"])
+        return out
+
+    monkeypatch.setattr(pretrain, "train_step", timed_step)
+
+
+TIME_RUN = SMOKE.replace(steps=None, warmup_steps=None, max_minutes=0.1, eval_every=0, plots=False,
+                         measure_peak=False, dropout=0.0)  # fmt: skip  # 6 s of fake time
+PACES = {  # seconds per step: 26, 9 and 21 steps in the 6 s (no pace divides 6 s exactly)
+    "fast": lambda step: 0.23,
+    "slow": lambda step: 0.65,
+    "sudden slow-down": lambda step: 0.11 if step < 10 else 0.43,
+}
+
+
+@pytest.mark.parametrize("pace", PACES)
+def test_a_time_budget_is_used_whole_and_its_schedule_completes(tmp_path, monkeypatch, pace):
+    """Whatever the steps' times, the run trains until the next step would pass the budget,
+    and each step's rate is the schedule at the share of the time spent before it: warm-up over
+    the first 10%, then linear decay to 0 at the end (computed here from the steps' times)."""
+    clock, seconds = FakeClock(), PACES[pace]
+    _steps_take(monkeypatch, clock, seconds)
+    report = run(TIME_RUN.replace(output_dir=str(tmp_path)), clock=clock)
+    budget = 60 * TIME_RUN.max_minutes  # set-up and evaluations take no fake time
+    n = report["steps_done"]
+    spent = sum(seconds(k) for k in range(n))
+    assert report["stopped_by"] == "time_budget"
+    assert report["time_budget"] == pytest.approx(
+        {"seconds": budget, "minutes": 0.1, "spent": spent}
+    )
+    assert spent <= budget < spent + seconds(n - 1)  # stopped at the budget, not before
+    assert clock.now - 1000.0 == pytest.approx(spent)
+    assert report["wall_seconds_this_run"] <= budget + 1e-9
+    lrs = [r["lr"] for r in report["history"]["train"]]
+    for k, lr in enumerate(lrs):
+        f = sum(seconds(j) for j in range(k)) / budget
+        # abs: the schedule is read on a grid of 1e-6 of the run, 1e-8 of the rate at most
+        assert lr == pytest.approx(TIME_RUN.lr * min(f / 0.1, (1 - f) / 0.9), abs=2e-8), k
+    # complete: the last rate is within two steps' share of 0
+    assert lrs[-1] <= TIME_RUN.lr * 2 * seconds(n - 1) / (0.9 * budget)
+
+
+def test_a_time_budget_warns_with_the_minutes_this_machine_needs(tmp_path, monkeypatch, capsys):
+    """At 0.65 s a step, 6 s give 9 steps: the warning names 1,500 x 0.65 s = 16.25 -> 17 minutes."""
+    clock = FakeClock()
+    _steps_take(monkeypatch, clock, PACES["slow"])
+    run(TIME_RUN.replace(output_dir=str(tmp_path)), clock=clock)
+    log = capsys.readouterr().err
+    assert "650 ms per step over 1 step -> about 9 steps" in log
+    assert re.search(r"WARNING: 9 steps are too few to learn.* at 650 ms per step, give --max-minutes 17 or more", log)  # fmt: skip
+
+
+def test_a_time_budget_resumes_exactly(tmp_path, monkeypatch):
+    """Stopped after 8 steps and resumed (a new process: another clock), the run continues its
+    schedule from the seconds it had spent and ends with the weights of a run that never stopped."""
+    clock = FakeClock()
+    _steps_take(monkeypatch, clock, PACES["sudden slow-down"])
+    cfg = TIME_RUN.replace(dropout=0.1)  # seeded dropout noise too
+    whole = run(cfg.replace(output_dir=str(tmp_path / "whole")), clock=clock)
+    clock.now = 5000.0
+    run(cfg.replace(output_dir=str(tmp_path / "parts"), stop_after=8), clock=clock)
+    clock.now = 9000.0
+    parts = run(cfg.replace(output_dir=str(tmp_path / "parts"), resume=str(tmp_path / "parts"),
+                            max_minutes=None), clock=clock)  # fmt: skip
+    assert parts["steps_done"] == whole["steps_done"] > 8
+    assert parts["time_budget"] == pytest.approx(whole["time_budget"])
+    assert [r["lr"] for r in parts["history"]["train"]] == [r["lr"] for r in whole["history"]["train"]]  # fmt: skip
+    a, _ = load_checkpoint(tmp_path / "whole")
+    b, _ = load_checkpoint(tmp_path / "parts")
+    for name, tensor in a.state_dict().items():
+        assert torch.equal(tensor, b.state_dict()[name]), name
+    with pytest.raises(ValueError, match="runs on the time of --max-minutes; resume it without --steps"):  # fmt: skip
+        run(cfg.replace(steps=50, resume=str(tmp_path / "parts"), output_dir=str(tmp_path / "x")))
+
+
+def test_the_chinese_recipe_runs_chapter_9s_steps():
+    """Chapter 9 and the README say `--lang zh` runs 9,000 steps (benchmarks/zh_pretraining.py)."""
+    assert PretrainConfig.for_language("zh").steps == 9000
+    assert PretrainConfig.for_language("en").steps == PretrainConfig().steps == 1000

@@ -107,6 +107,6 @@ def resume(
     saved = torch.load(ckpt / "trainer_state.pt", map_location=device, weights_only=False)
     optimizer.load_state_dict(saved.pop("optimizer"))
     scheduler.load_state_dict(saved.pop("scheduler"))
-    if saved["step"] > cfg.steps:
+    if cfg.steps is not None and saved["step"] > cfg.steps:
         raise ValueError(f"the checkpoint is at step {saved['step']}, beyond steps={cfg.steps}")
     return saved

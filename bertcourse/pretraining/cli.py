@@ -107,8 +107,8 @@ def _train_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--steps",
         type=int,
-        help=f"optimizer steps (default {d.steps}; with --max-minutes and no --steps, the "
-        "steps that fit in the time, measured at the start)",
+        help=f"optimizer steps (default {d.steps}, --lang zh: 9000; with --max-minutes and no "
+        "--steps, the schedule runs on the time instead)",
     )
     g.add_argument("--batch-size", type=int, help=f"global batch (default {d.batch_size})")
     g.add_argument("--lr", type=float, help=f"peak learning rate (default {d.lr})")
@@ -123,7 +123,13 @@ def _train_parser() -> argparse.ArgumentParser:
     a("--checkpoint-every", type=int, help=f"default {d.checkpoint_every}")
     a("--log-every", type=int, help=f"default {d.log_every}")
     a("--stop-after", type=int, help="stop after N steps of this run (resume later)")
-    a("--max-minutes", type=float, help="stop after this many minutes (then evaluate, save)")
+    a(
+        "--max-minutes",
+        type=float,
+        help="without --steps: train for this many minutes in all "
+        "(set-up and final evaluation included), the schedule on the time; with --steps: stop "
+        "after this long (then evaluate, save)",
+    )
     a("--threads", type=int, help="torch threads per process")
     a("--peak-gflops", type=float, help="matmul peak for MFU (default: measured at the start)")
     a("--no-peak", dest="measure_peak", action="store_false", default=None, help="no MFU")
@@ -133,6 +139,18 @@ def _train_parser() -> argparse.ArgumentParser:
     a("--no-progress", dest="progress", action="store_false", default=None, help="no tqdm bar")
     a("--no-plots", dest="plots", action="store_false", default=None, help="no PNG plots")
     return p
+
+
+def _process_start() -> float:
+    """This process's start on ``time.perf_counter``'s scale, so that ``--max-minutes`` counts
+    Python's start-up and imports (seconds on a busy machine) as part of the minutes."""
+    import time
+
+    try:
+        import psutil  # installed with Jupyter's kernel; without it, count from now
+    except ImportError:
+        return time.perf_counter()
+    return time.perf_counter() - (time.time() - psutil.Process().create_time())
 
 
 def _mask_split(text: str) -> MaskSplit:
@@ -230,7 +248,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         cfg = cfg.replace(resume=None)
         if "max_minutes" in given and "steps" not in given:
             cfg = cfg.replace(steps=None)  # the schedule fits itself to the time given
-    report = run(cfg)
+    report = run(cfg, started_at=_process_start())
     teardown_distributed()
     return report
 
