@@ -538,3 +538,35 @@ def test_every_figure_word_is_translated() -> None:
     po = polib.pofile(str(i18n.CATALOGS / f"{i18n.FIGURES_DOMAIN}.po"))
     left = [e.msgid for e in po if not e.obsolete and (e.fuzzy or not e.msgstr)]
     assert not left, f"figures.po: translate {left}"
+
+
+@pytest.mark.parametrize("language", ["zh_CN", "en"])
+def test_pages_run_side_by_side_as_sphinx_reads_them(tmp_path: Path, language: str) -> None:
+    """book_ext executes uncached pages before Sphinx reads them, side by side: in the Chinese
+    build a page that opts in must be executed as Sphinx will read it, with its language cell,
+    or the cache misses and Sphinx executes it again, alone."""
+    import types
+
+    from myst_nb.core.config import NbParserConfig
+    from myst_parser.config.main import MdParserConfig
+
+    book_ext = _load("book_ext", ROOT / "bertcourse" / "viz" / "book_ext.py")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "---\nfigure_language: true\njupytext:\n  text_representation:\n    format_name: myst\n"
+        "kernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n# Title\n\n"
+        "```{code-cell} ipython3\nx = 1\n```\n",
+        encoding="utf-8",
+    )
+    env = types.SimpleNamespace(
+        mystnb_config=NbParserConfig(
+            execution_cache_path=str(tmp_path / "cache"), execution_excludepatterns=()
+        ),
+        myst_config=MdParserConfig(),
+        config=types.SimpleNamespace(language=language),
+        doc2path=lambda docname: str(tmp_path / f"{docname}.md"),
+    )
+    [(_, _, notebook, _)] = book_ext._pages_to_execute(env, ["page"])
+    code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    assert ('lang.set_language("zh_CN")' in code[0]) == (language == "zh_CN")
+    assert code[-1] == "x = 1" and len(code) == (2 if language == "zh_CN" else 1)
