@@ -152,6 +152,7 @@ def _adam_step(
     decay_without_lr=False,
     eps_inside=False,
     abs_grad=False,
+    correct_m=True,
 ):
     """One Adam(W) step, or one of its mistakes (each flag changes one thing)."""
     b1, b2 = betas
@@ -160,7 +161,7 @@ def _adam_step(
     m = b1 * m + (1 - b1) * grad
     v = b2 * v + (1 - b2) * (grad.abs() if abs_grad else grad * grad)
     tc = t if correction_t is None else correction_t
-    m_hat = m / (1 - b1**tc) if tc else m
+    m_hat = m / (1 - b1**tc) if tc and correct_m else m
     v_hat = v / (1 - b2**tc) if tc else v
     denominator = (v_hat + eps).sqrt() if eps_inside else v_hat.sqrt() + eps
     new = param - lr * m_hat / denominator
@@ -358,6 +359,13 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "chapter 6, 'From gradient descent to Adam'",
             lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, abs_grad=True, **h),
         ),
+        Mistake(
+            "bias correction of v only (m used as it is)",
+            "both moments start at 0 and both are divided by 1 - beta^t: m by 1 - beta1^t, "
+            "v by 1 - beta2^t",
+            "chapter 6, 'What bias correction does'",
+            lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correct_m=False, **h),
+        ),
     ],
     "warmup_linear": [
         Mistake(
@@ -497,8 +505,11 @@ def diagnose(
     probes, gives what the learner's function (`call`) gives on every probe the mistake applies
     to. The probes separate each entry from every other entry of the part and from its
     neighbours (tests/test_mistake_separation.py), so an answer that matches one entry on all of
-    them cannot be another entry. None when no mistake, or more than one, fits, or when the
-    catalogue has probes and `call` is None: a wrong name is worse than none."""
+    them cannot be another entry. A probe the learner's function cannot take (it raises: a
+    3-D input to an answer written for 4-D ones) is left out, and then the probes that remain
+    must still separate the mistake from every other entry and neighbour. None when no mistake,
+    or more than one, fits, or when the catalogue has probes and `call` is None: a wrong name
+    is worse than none."""
     from bertcourse.grading.values import _copy
 
     fits = [
@@ -510,6 +521,8 @@ def diagnose(
     if fits and cases and call is None:
         return None
     tried = {id(m): False for m in fits}
+    used: list[Probe] = []
+    skipped = False
     for p_args, p_kwargs in cases:
         if not fits:
             break
@@ -519,13 +532,20 @@ def diagnose(
         try:
             a, k = _copy((p_args, p_kwargs))
             learner = call(*a, **k)
-        except Exception:  # the learner's function fails where the mistake gives a value
-            return None
+        except Exception:  # the learner's function does not take this input: no evidence
+            skipped = True
+            continue
+        used.append((p_args, p_kwargs))
         fits = [m for m in fits if outputs[id(m)] is None or not compare(learner, outputs[id(m)])]
         tried.update({id(m): True for m in fits if outputs[id(m)] is not None})
     if cases:  # a mistake that applies to no probe is never checked on its signature
         fits = [m for m in fits if tried[id(m)]]
-    return fits[0] if len(fits) == 1 else None
+    if len(fits) != 1:
+        return None
+    others = [m for m in resolve(mistakes) if m is not fits[0]] + neighbours(mistakes)
+    if skipped and not all(separated(fits[0], other, used, compare) for other in others):
+        return None
+    return fits[0]
 
 
 def message(mistake: Mistake) -> str:

@@ -191,3 +191,57 @@ def self_attention(module, hidden_states, bias=None):
             scores = scores + bias[:, 0]
         heads.append(torch.softmax(scores, dim=-1) @ v[..., s])
     return torch.cat(heads, dim=-1)
+
+
+# %% wrong sdpa: the mask zeroes the probabilities after the softmax (rows not renormalised)
+# split: eval
+# names: the mask applied after the softmax
+def scaled_dot_product_attention(q, k, v, bias=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    probs = torch.softmax(scores, dim=-1)
+    if bias is not None:
+        probs = probs.masked_fill(bias < 0, 0.0)
+    return probs @ v, probs
+
+
+# %% wrong sdpa: softmax first, then the padded keys multiplied by 0 (bias == 0 as a keep mask)
+# split: eval
+# names: the mask applied after the softmax
+def scaled_dot_product_attention(q, k, v, bias=None):
+    d = q.size(-1)
+    weights = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / d**0.5, dim=-1)
+    if bias is not None:
+        weights = weights * (bias == 0).to(weights.dtype)
+    return torch.matmul(weights, v), weights
+
+
+# %% wrong sdpa: torch.where on the probabilities after the softmax to drop the padding
+# split: eval
+# names: the mask applied after the softmax
+def scaled_dot_product_attention(q, k, v, bias=None):
+    probs = (q @ k.mT * q.shape[-1] ** -0.5).softmax(-1)
+    if bias is not None:
+        probs = torch.where(bias == 0, probs, torch.zeros_like(probs))
+    return probs @ v, probs
+
+
+# %% wrong sdpa: the padding's weights set to 0 after softmax with an in-place masked_fill_
+# split: dev
+# names: the mask applied after the softmax
+def scaled_dot_product_attention(q, k, v, bias=None):
+    attn = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(k.shape[-1]), dim=-1)
+    if bias is not None:
+        attn.masked_fill_(bias != 0, 0)
+    return attn @ v, attn
+
+
+# %% wrong sdpa: softmax, then the probabilities multiplied by a 0/1 keep mask made from the bias
+# split: dev
+# names: the mask applied after the softmax
+def scaled_dot_product_attention(q, k, v, bias=None):
+    scale = 1 / math.sqrt(q.shape[-1])
+    p = torch.softmax(torch.einsum("bhqd,bhkd->bhqk", q, k) * scale, dim=-1)
+    if bias is not None:
+        keep = torch.where(bias == 0, 1.0, 0.0).to(p.dtype)
+        p = p * keep
+    return p @ v, p

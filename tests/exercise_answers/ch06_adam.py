@@ -404,3 +404,44 @@ def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
         model(**batch).loss.backward()
         optimizer.step()
     return used
+
+
+# %% wrong adam: only m bias-corrected (v used as it is)
+# split: eval
+def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+    beta1, beta2 = betas
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad * grad
+    m_hat = m / (1 - beta1**t)
+    return param - lr * m_hat / (v.sqrt() + eps), m, v
+
+
+# %% wrong adam: bias correction on the second moment only
+# split: dev
+# names: bias correction of v only
+def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+    b1, b2 = betas
+    m = b1 * m + (1 - b1) * grad
+    v = b2 * v + (1 - b2) * grad**2
+    v_hat = v / (1 - b2**t)
+    return param - lr * m / (torch.sqrt(v_hat) + eps), m, v
+
+
+# %% wrong adam: m corrected, v not: the step size formula with sqrt(1 - b2^t) dropped
+# split: eval
+def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+    beta1, beta2 = betas
+    m = m * beta1 + grad * (1 - beta1)
+    v = v * beta2 + grad.pow(2) * (1 - beta2)
+    step_size = lr / (1 - beta1**t)
+    return param - step_size * m / (v.sqrt() + eps), m, v
+
+
+# %% wrong adam: the first moment corrected, the second left biased
+# split: eval
+def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+    beta1, beta2 = betas
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad * grad
+    update = (m / (1 - beta1**t)) / (torch.sqrt(v) + eps)
+    return param - lr * update, m, v

@@ -537,3 +537,63 @@ def pretraining_forward(
         seq_logits, next_sentence_label
     )
     return prediction_logits, seq_logits, loss
+
+
+# %% wrong layer: no residual around the attention sublayer (LayerNorm of the attention output alone)
+# split: eval
+# names: no residual around the attention sublayer
+def encoder_layer(layer, hidden_states, bias=None):
+    context, _ = layer.attention.self_attn(hidden_states, bias)
+    out = layer.attention.output
+    h = out.layer_norm(out.dense(context))
+    inner = F.gelu(layer.intermediate.dense(h))
+    return layer.output.layer_norm(h + layer.output.dense(inner))
+
+
+# %% wrong layer: the first residual forgotten: h = norm(dense(context)), dropout kept
+# split: dev
+# names: no residual around the attention sublayer
+def encoder_layer(layer, hidden_states, bias=None):
+    attn = layer.attention
+    context = attn.self_attn(hidden_states, bias)[0]
+    h = attn.output.layer_norm(attn.output.dropout(attn.output.dense(context)))
+    ffn = layer.output.dense(F.gelu(layer.intermediate.dense(h)))
+    return layer.output.layer_norm(layer.output.dropout(ffn) + h)
+
+
+# %% wrong layer: both residuals left out (a plain stack of sublayers)
+# split: dev
+# names: no residual connections at all
+def encoder_layer(layer, hidden_states, bias=None):
+    context, _ = layer.attention.self_attn(hidden_states, bias)
+    h = layer.attention.output.layer_norm(layer.attention.output.dense(context))
+    inner = F.gelu(layer.intermediate.dense(h))
+    return layer.output.layer_norm(layer.output.dense(inner))
+
+
+# %% wrong embed: the token type embeddings left out (words and positions only)
+# split: eval
+def embed(embeddings, input_ids, token_type_ids):
+    positions = torch.arange(input_ids.shape[1])
+    x = embeddings.word_embeddings(input_ids) + embeddings.position_embeddings(positions)
+    return embeddings.dropout(embeddings.layer_norm(x))
+
+
+# %% wrong embed: segment embeddings forgotten, position ids expanded to the batch
+# split: eval
+def embed(embeddings, input_ids, token_type_ids):
+    B, L = input_ids.shape
+    position_ids = torch.arange(L, device=input_ids.device).unsqueeze(0).expand(B, L)
+    x = embeddings.word_embeddings(input_ids)
+    x = x + embeddings.position_embeddings(position_ids)
+    x = embeddings.layer_norm(x)
+    return embeddings.dropout(x)
+
+
+# %% wrong embed: word and position embeddings summed, token_type_ids unused
+# split: eval
+def embed(embeddings, input_ids, token_type_ids):
+    L = input_ids.size(1)
+    words = embeddings.word_embeddings(input_ids)
+    pos = embeddings.position_embeddings(torch.arange(L))[None]
+    return embeddings.dropout(embeddings.layer_norm(words + pos))

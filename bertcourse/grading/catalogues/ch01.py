@@ -38,6 +38,14 @@ def _softmax(scores: Tensor) -> Tensor:
     return torch.softmax(scores, dim=-1)
 
 
+def _masked_after_softmax(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None):
+    """The softmax over every key, then the masked keys' weights set to 0 (rows sum to < 1)."""
+    probs = torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5, dim=-1)
+    if bias is not None:
+        probs = probs * (bias == 0)
+    return probs @ v, probs
+
+
 def _in_float32(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None):
     """The attention computed in float32 and returned in float32, whatever the inputs' dtype."""
     q, k, v = q.float(), k.float(), v.float()
@@ -92,6 +100,13 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "(.to(q.dtype)), or compute in the inputs' dtype",
             SDPA,
             _in_float32,
+        ),
+        Mistake(
+            "the mask applied after the softmax (weights not renormalised)",
+            "the bias is added to the scores before the softmax, so that the weights of the "
+            "keys that remain still sum to 1",
+            "chapter 2, 'From padding to an additive bias'",
+            _masked_after_softmax,
         ),
     ],
     "split_heads": [

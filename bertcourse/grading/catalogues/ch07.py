@@ -47,8 +47,18 @@ def _embed(embeddings, input_ids, token_type_ids, *, positions=True, first=0, no
     return embeddings.dropout(embeddings.layer_norm(x + types))
 
 
-def _layer(layer, hidden_states, bias=None, *, act=F.gelu, ffn_residual=None, pre_ln=False):
-    """One encoder layer; `ffn_residual(h, h')`: what the feed-forward residual adds."""
+def _layer(
+    layer,
+    hidden_states,
+    bias=None,
+    *,
+    act=F.gelu,
+    ffn_residual=None,
+    pre_ln=False,
+    attn_residual=True,
+):
+    """One encoder layer; `ffn_residual(h, h')`: what the feed-forward residual adds;
+    `attn_residual`: whether the attention sublayer adds its input."""
     attention, out = layer.attention.output, layer.output
     if pre_ln:
         context, _ = layer.attention.self_attn(attention.layer_norm(hidden_states), bias)
@@ -56,7 +66,8 @@ def _layer(layer, hidden_states, bias=None, *, act=F.gelu, ffn_residual=None, pr
         inner = act(layer.intermediate.dense(out.layer_norm(h)))
         return h + out.dropout(out.dense(inner))
     context, _ = layer.attention.self_attn(hidden_states, bias)
-    h = attention.layer_norm(hidden_states + attention.dropout(attention.dense(context)))
+    h = attention.dropout(attention.dense(context))
+    h = attention.layer_norm(hidden_states + h if attn_residual else h)
     inner = act(layer.intermediate.dense(h))
     residual = h if ffn_residual is None else ffn_residual(hidden_states, h)
     return out.layer_norm(residual + out.dropout(out.dense(inner)))
@@ -150,6 +161,22 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "the second residual adds h', the output of the attention sublayer, not h",
             STAGES,
             lambda layer, h, bias=None: _layer(layer, h, bias, ffn_residual=lambda x, y: x),
+        ),
+        Mistake(
+            "no residual around the attention sublayer",
+            "the attention's output is added to the layer's input before the LayerNorm: "
+            "LayerNorm(h + Dropout(W_O c))",
+            STAGES,
+            lambda layer, h, bias=None: _layer(layer, h, bias, attn_residual=False),
+        ),
+        Mistake(
+            "no residual connections at all",
+            "each sublayer adds its input to its output before the LayerNorm; without them the "
+            "layer is a plain stack that deep models cannot train",
+            STAGES,
+            lambda layer, h, bias=None: _layer(
+                layer, h, bias, attn_residual=False, ffn_residual=lambda x, y: 0
+            ),
         ),
     ],
     "mlm_head": [
