@@ -58,6 +58,8 @@ SLOW_TESTS = frozenset(
         ("test_book.py", "test_book_builds_on_a_busy_machine_offline_and_renders"),
         ("test_book.py", "test_a_failed_page_fails_every_build_until_it_is_fixed"),
         ("test_exercises.py", "test_assignment_grades"),
+        # each assignment's solution and release run under `pytest --nbval-lax` (20 to 90 s)
+        ("test_nbval.py", "test_notebooks_under_nbval_lax"),
         # a Chinese and an English submission of chapter 1 graded by the referee (77 s)
         ("test_feedback_zh.py", "test_a_wrong_answer_under_the_referee"),
         # a Chinese release of chapter 1 validated and autograded by nbgrader
