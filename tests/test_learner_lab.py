@@ -93,6 +93,8 @@ def seen(tmp_path_factory) -> Seen:
     shutil.copy(ROOT / "nbgrader_config.py", course)
     shutil.copy(ROOT / NOTEBOOK, course / NOTEBOOK)
     SHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SHOTS.glob("learner_lab_*.png"):  # a menu or item gone since must not linger
+        old.unlink()
     menus, dialogs, panels = {}, {}, {}
     with fg.serve_lab(course, learner_env(home), tmp / "jupyter.log") as lab:
         with fg.chromium_page(width=1280, height=800) as page:
