@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import math
 import multiprocessing
 import os
 import resource
@@ -37,7 +38,10 @@ from bertcourse.grade.jail import (
 )
 from bertcourse.grade.results import StoredGrade, SubmissionResult
 from bertcourse.grade.status import HELD_FOR_REVIEW, Status
-from bertcourse.grade.worker import Task, grade_submission
+from bertcourse.grade.worker import Task, grade_submission, submission_budget
+
+KILL_GRACE_S = 15.0  # past its submission's clock, a worker that has not answered is stopped
+WORKER_START_S = 120.0  # a new worker's imports (torch), before it reads its first task
 
 
 @dataclasses.dataclass
@@ -181,13 +185,13 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _crashed(task: Task, error: str) -> SubmissionResult:
+def _crashed(task: Task, error: str, status: Status = Status.CRASHED) -> SubmissionResult:
     return SubmissionResult(
         task.student,
         task.spec.name,
         task.run_id,
         task.spec.max_score,
-        status=Status.CRASHED,
+        status=status,
         problems=[f"grader worker failed: {error}"],
     )
 
@@ -389,6 +393,7 @@ def _tasks(
             preload=preload,
             secret=secret,
             late_policy=policy,
+            budget_s=submission_budget(len(spec.notebooks), opts.notebook_timeout),
         )
         for s, folder in students.items()
     ]
@@ -450,6 +455,16 @@ class _Worker:
     process: multiprocessing.process.BaseProcess
     conn: Connection
     task: Task | None = None
+    until: float = math.inf  # when the parent stops this worker (its task's clock, and grace)
+    fresh: bool = True  # it has not finished a task yet (it may still be importing)
+
+    def take(self, task: Task) -> None:
+        self.task = task
+        self.until = math.inf
+        if task.budget_s:
+            start = WORKER_START_S if self.fresh else 0.0
+            self.until = time.monotonic() + start + task.budget_s + KILL_GRACE_S
+        self.conn.send(task)
 
 
 def _death_reason(process: multiprocessing.process.BaseProcess) -> str:
@@ -462,6 +477,13 @@ def _death_reason(process: multiprocessing.process.BaseProcess) -> str:
         hint = " (the worker's memory limit or the system's OOM killer)" if -code == 9 else ""
         return f"the grader worker was killed by {name}{hint}"
     return f"the grader worker exited with code {code}"
+
+
+def _out_of_time(task: Task) -> str:
+    return (
+        f"the submission ran past its wall-clock limit of {task.budget_s:g} s (reading, "
+        "analysis, kernels and feedback together); its worker was stopped"
+    )
 
 
 def _clean_after(task: Task) -> None:
@@ -522,20 +544,32 @@ def _run_pool(
         while pending or any(w.task for w in pool):
             for worker in pool:
                 if worker.task is None and pending:
-                    worker.task = pending.pop()
-                    worker.task.scratch_dir = tempfile.mkdtemp(prefix="bcg-")
-                    os.chmod(worker.task.scratch_dir, 0o711)
-                    worker.conn.send(worker.task)
+                    task = pending.pop()
+                    task.scratch_dir = tempfile.mkdtemp(prefix="bcg-")
+                    os.chmod(task.scratch_dir, 0o711)
+                    worker.take(task)
             while pending and len(pool) < min(workers, len(tasks)):
                 pool.append(start())
             busy = [w for w in pool if w.task is not None]
             if not busy:
                 continue
-            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
+            first_end = min(w.until for w in busy) - time.monotonic()
+            handles = [w.conn for w in busy] + [w.process.sentinel for w in busy]
+            ready = set(wait(handles, None if first_end == math.inf else max(0.0, first_end)))
             for worker in busy:
-                if worker.conn not in ready and worker.process.sentinel not in ready:
-                    continue
                 task = worker.task
+                if worker.conn not in ready and worker.process.sentinel not in ready:
+                    if time.monotonic() < worker.until:
+                        continue
+                    worker.process.kill()  # the submission's one clock ran out
+                    worker.process.join(10)
+                    result = _crashed(task, _out_of_time(task), Status.TIMED_OUT)
+                    _save_crash(task, result, db_url, course_id)
+                    pool.remove(worker)
+                    _clean_after(task)
+                    worker.task = None
+                    finish(result)
+                    continue
                 try:
                     result = worker.conn.recv()
                 except (EOFError, OSError):
@@ -544,6 +578,7 @@ def _run_pool(
                     pool.remove(worker)
                 _clean_after(task)
                 worker.task = None
+                worker.fresh = False
                 finish(result)
     finally:
         for worker in pool:

@@ -39,7 +39,7 @@ from bertcourse.grade import late
 from bertcourse.grade.assignment import AssignmentSpec, NotebookSpec
 from bertcourse.grade.boundary.execute import CellResult, NotebookRun, RunResult
 from bertcourse.grade.boundary.referee import Referee
-from bertcourse.grade.gradebook import GradebookWriter
+from bertcourse.grade.gradebook import GradebookWriter, submission_digest
 from bertcourse.grade.jail import Capabilities, KernelJail, Limits, Zygote
 from bertcourse.grade.results import NotebookResult, PartResult, SubmissionResult, part_comment
 from bertcourse.grade.status import Status
@@ -53,6 +53,18 @@ from bertcourse.grade.submission import (
 )
 
 POST_LIMIT_S = 60.0  # reading, repairing, output limiting and feedback, each
+# reading the learner's cells as the kernel runs them (IPython's transformation, the rules):
+# milliseconds for a notebook of the course; a cell built to make IPython re-tokenize it once
+# per shell escape (200 `!` lines in 0.8 MiB: 200 s) is a submission for a person to read
+ANALYSIS_LIMIT_S = 10.0
+KERNEL_START_S = 120.0  # a kernel's start (the grader's own work, not the learner's code)
+SUBMISSION_SLACK_S = 60.0  # reading, analysis, feedback: what a notebook's clock does not hold
+
+
+def submission_budget(notebooks: int, notebook_timeout: float) -> float:
+    """The one wall clock of a submission, from its first byte read to its feedback page: the
+    worker stops each phase at it, and the pool's parent ends a worker that passes it."""
+    return notebooks * (notebook_timeout + KERNEL_START_S) + SUBMISSION_SLACK_S
 
 
 @dataclasses.dataclass
@@ -80,6 +92,15 @@ class Task:
     late_policy: late.LatePolicy | None = None  # due dates, extensions, penalty (late.py)
     secret: bytes | None = None  # the referee's key for hidden inputs (never sent to a kernel)
     scratch_dir: str = ""  # made by the parent, which cleans it up if this worker dies
+    budget_s: float = 0.0  # the submission's wall clock (`submission_budget`; 0: none)
+    deadline: float | None = None  # set by the worker when it starts the task (`monotonic`)
+
+    def remaining(self, at_most: float) -> float:
+        """What is left of the submission's clock, at most `at_most` seconds (at least a
+        hair: `time_limit` needs a positive time)."""
+        if self.deadline is None:
+            return at_most
+        return max(0.01, min(at_most, self.deadline - time.monotonic()))
 
 
 _writer: GradebookWriter | None = None
@@ -134,13 +155,20 @@ def _timestamp(path: str) -> str | None:
     return text or None
 
 
+class OutOfTime(BaseException):
+    """A phase of the grading ran past its time (`time_limit(..., error=OutOfTime)`): not an
+    `Exception`, so that no `except Exception` in the code it stops can swallow it."""
+
+
 @contextlib.contextmanager
-def time_limit(seconds: float, what: str) -> Iterator[None]:
-    """Raise `TimeoutError` naming `what` if the block runs longer than `seconds` (workers are
-    processes whose main thread runs the task, so SIGALRM reaches it)."""
+def time_limit(
+    seconds: float, what: str, error: type[BaseException] = TimeoutError
+) -> Iterator[None]:
+    """Raise `error` (`TimeoutError`) naming `what` if the block runs longer than `seconds`
+    (workers are processes whose main thread runs the task, so SIGALRM reaches it)."""
 
     def expired(_signum: int, _frame: Any) -> None:
-        raise TimeoutError(f"{what} took longer than {seconds:g} s")
+        raise error(f"{what} took longer than {seconds:g} s")
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -175,13 +203,13 @@ def _read(task: Task, nb_spec: NotebookSpec) -> tuple[Any, list[str]] | Notebook
     if not os.path.lexists(path):
         return _not_graded(nb_spec, Status.MISSING, f"{nb_spec.name}.ipynb was not submitted")
     try:
-        with time_limit(POST_LIMIT_S, "reading the notebook"):
+        with time_limit(task.remaining(POST_LIMIT_S), "reading the notebook"):
             raw = load_notebook(path)
     except (InvalidNotebook, TimeoutError) as error:
         return _not_graded(nb_spec, Status.INVALID_NOTEBOOK, f"{nb_spec.name}.ipynb: {error}")
     tampering = find_tampering(raw, nb_spec)
     try:
-        with time_limit(POST_LIMIT_S, "repairing the notebook"):
+        with time_limit(task.remaining(POST_LIMIT_S), "repairing the notebook"):
             nb = repair(raw, nb_spec)
     except Exception as error:
         problem = f"{nb_spec.name}.ipynb could not be repaired: {error}"
@@ -230,13 +258,19 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> Noteboo
     nb, tampering = read
     _use_notebook_language(nb)
     tests = {c.name: CellResult(c.name, c.points or 0.0) for c in nb_spec.cells if c.is_test}
+    try:
+        budget = task.remaining(ANALYSIS_LIMIT_S)
+        with time_limit(budget, "reading the learner's cells", OutOfTime):
+            referee = Referee(
+                nb_spec, task.spec.name, student_cells(nb), send=_no_kernel, secret=task.secret
+            )
+    except OutOfTime as error:  # nothing ran: no part is graded, a person reads it
+        problem = f"{nb_spec.name}: {error}: not graded, for review"
+        return _not_graded(nb_spec, Status.NEEDS_REVIEW, problem)
     jail = KernelJail(
         Capabilities.from_json(task.caps_json), task.limits, base_dir, task.hide, task.workers
     )
     run = RunResult(cells=tests)
-    referee = Referee(
-        nb_spec, task.spec.name, student_cells(nb), send=_no_kernel, secret=task.secret
-    )
     try:
         client = NotebookRun(
             nb,
@@ -246,6 +280,7 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> Noteboo
             referee=referee,
             zygote=_get_zygote(task),
             preload=tuple(nb_spec.preload),
+            deadline=task.deadline,
         )
         asyncio.run(client.run(tests, run))
     except Exception as error:  # the grader's own failure: reported as a crash
@@ -271,12 +306,16 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> Noteboo
     if dynamic:
         status = Status.worst([status, Status.NEEDS_REVIEW])
         problems += [f"{nb_spec.name}: review: {f.describe()}" for f in dynamic[:10]]
+    seen = list(dict.fromkeys(referee.session.review))  # at run time, from outside the kernel
+    if seen:  # the parts whose calls saw it earned 0 (execute.NotebookRun._vouch)
+        status = Status.worst([status, Status.NEEDS_REVIEW])
+        problems += [f"{nb_spec.name}: review: {finding}" for finding in seen[:10]]
     if run.output_truncated:
         problems.append(f"{nb_spec.name}: output truncated")
     for result in tests.values():
         if result.outcome == "not_run" and run.started:
             result.message = "not run (the kernel had stopped)"
-    with time_limit(POST_LIMIT_S, "limiting the outputs"):
+    with time_limit(task.remaining(POST_LIMIT_S), "limiting the outputs"):
         nb, _ = LimitOutput().preprocess(nb, {})
     comments = {}
     for cell in nb.cells:
@@ -335,6 +374,8 @@ def _apply_late_policy(task: Task, result: SubmissionResult, timestamp: str | No
 def grade_submission(task: Task) -> SubmissionResult:
     """Grade one student's submission (see the module docstring); never raises."""
     start = time.monotonic()
+    if task.budget_s:  # the parent's clock started when it sent the task: the same one
+        task.deadline = start + task.budget_s
     spec = task.spec
     result = SubmissionResult(task.student, spec.name, task.run_id, spec.max_score)
     result.submitted = os.path.isdir(task.submitted_dir) and any(
@@ -353,7 +394,8 @@ def grade_submission(task: Task) -> SubmissionResult:
         elif unsafe:
             result.status, result.problems = Status.INVALID_NOTEBOOK, [unsafe]
             result.submitted = False
-        else:
+        else:  # an instructor's approval holds for these bytes only
+            result.digest = submission_digest(task.submitted_dir, [n.name for n in spec.notebooks])
             base = task.scratch_dir or tempfile.mkdtemp(prefix="bcg-")
             os.chmod(base, 0o711)
             try:
@@ -374,7 +416,7 @@ def grade_submission(task: Task) -> SubmissionResult:
         writer.save_result(spec.name, task.student, result)
         if task.feedback and result.submitted:
             try:
-                with time_limit(POST_LIMIT_S, "writing the feedback"):
+                with time_limit(task.remaining(POST_LIMIT_S), "writing the feedback"):
                     feedback_mod.write_feedback(task, result)
             except Exception as error:  # feedback is a convenience: never fail the grade
                 result.problems.append(f"feedback not written: {error}")

@@ -1474,3 +1474,123 @@ CASES += [
     Case("deep_json", "JSON nested 200,000 deep", _deep_json, "invalid_notebook"),
     Case("many_cells", "200,000 empty cells", _many_cells, "invalid_notebook"),
 ]
+
+# --- issue 36: isolation, the calls' channel, time, statuses from facts (iso_) ---------------
+# Each case is the learner's process against the runtime side of the grader: what the referee
+# reads from the host (threads and processes beside the kernel, the calls' socket's peers), what
+# the kernel's reply must carry (the operator trace's record), and one clock per submission.
+
+ISO_MEMORY_TEXT = """
+raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GiB")
+"""
+ISO_SLEEPER = """
+import threading, time
+threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+"""
+# serves the grader's calls itself, with the grader's own serve function, from a thread that
+# connects to the calls' socket before the serve loop does
+ISO_ROGUE_SERVER = """
+import os, socket, threading, time
+from bertcourse.grade.boundary import codec, remote
+def _rogue():
+    path = os.path.join(os.getcwd(), "calls.sock")
+    while True:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(path)
+            while (request := codec.read_frame(conn, 1 << 26)) is not None:
+                codec.write_frame(conn, remote.serve(request).encode())
+        except Exception:
+            time.sleep(0.002)
+        finally:
+            conn.close()
+threading.Thread(target=_rogue, daemon=True).start()
+"""
+# torch.softmax bound from a class body (the static rules of issue 35 missed it): only the
+# operator trace sees it
+ISO_HIDDEN_SOFTMAX = """
+class _K:
+    global _sm
+    _sm = torch.softmax
+
+def softmax(x):
+    return _sm(x, dim=-1)
+"""
+# a relay on socket.socket empties the reply's list of forbidden operators (same length)
+ISO_RELAY = """
+import re, socket
+_send = socket.socket.sendall
+def _relay(self, data, *args):
+    if isinstance(data, (bytes, bytearray)):
+        data = re.sub(rb'\\["the ATen operator [^"]*"\\]', lambda m: b"[]" + b" " * (len(m.group(0)) - 2), bytes(data))
+    return _send(self, data, *args)
+type.__setattr__(socket.socket, "sendall", _relay)
+"""
+ISO_NO_DISPATCH = """
+_quiet = torch._C._DisableTorchDispatch()
+_quiet.__enter__()
+"""
+# IPython's transformer re-tokenizes the whole cell once per shell escape
+ISO_ESCAPES = "!echo hi\n" * 200 + "a = 1\n" * 133_000
+# a call that ends a moment after its time limit (the toy course's cell limit is 10 s)
+ISO_LATE = """
+import time
+def scale(x, factor):
+    end = time.monotonic() + 10.05
+    while time.monotonic() < end:
+        pass
+    return x * factor
+"""
+
+CASES += [
+    Case(
+        "iso_memory_text",
+        "honest answers and a cell that raises an error saying it cannot allocate memory",
+        lambda nb, ctx: insert_after(nb, "count_tests", ISO_MEMORY_TEXT),
+        "graded",
+    ),
+    Case(
+        "iso_thread_at_call",
+        "honest answers and a thread alive during every call",
+        _with_cell(ISO_SLEEPER),
+        "needs_review",
+        ("scale", "softmax", "count"),
+    ),
+    Case(
+        "iso_rogue_server",
+        "wrong answers; a thread connects to the calls' socket first and answers the calls",
+        _with_cell(ISO_ROGUE_SERVER, "scale", "softmax", "count"),
+        "tampered",  # it imports the grader's own modules
+        ("scale", "softmax", "count"),
+    ),
+    Case(
+        "iso_relay",
+        "torch.softmax hidden from the rules, a relay that empties the reply's forbidden list",
+        lambda nb, ctx: insert_after(answer(nb, "softmax", ISO_HIDDEN_SOFTMAX), "setup", ISO_RELAY),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "iso_disabled_dispatch",
+        "torch.softmax hidden from the rules, the dispatcher's Python key left disabled",
+        lambda nb, ctx: insert_after(
+            answer(nb, "softmax", ISO_HIDDEN_SOFTMAX), "setup", ISO_NO_DISPATCH
+        ),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "iso_escapes",
+        "honest answers and a 0.8 MB cell of 200 shell escapes (IPython: one pass per escape)",
+        lambda nb, ctx: insert_after(nb, "count_tests", ISO_ESCAPES),
+        "needs_review",
+        ("scale", "softmax", "count"),
+    ),
+    Case(
+        "iso_late_interrupt",
+        "scale returns 50 ms after its call's limit; softmax and count, after it, are honest",
+        _answer("scale", ISO_LATE),
+        "timed_out",
+        ("scale",),
+    ),
+]

@@ -95,6 +95,9 @@ class Limits:
     max_depth: int = 48
     max_nodes: int = 200_000
     max_tensor_elements: int = 16 << 20
+    # a BERT of the course with its gradients and Adam's two moments is about 800 tensors;
+    # building each costs microseconds, so 250,000 one-byte tensors cost seconds
+    max_tensors: int = 10_000
 
 
 @dataclasses.dataclass
@@ -309,12 +312,19 @@ def _load_class(path: str) -> type:
     return cls
 
 
+_CLOCK_EVERY = 4096  # nodes between two looks at the clock while decoding
+
+
 class _Decoder:
-    def __init__(self, tensors: dict[str, Tensor], side: str, limits: Limits) -> None:
+    def __init__(
+        self, tensors: dict[str, Tensor], side: str, limits: Limits, until: float | None = None
+    ) -> None:
         self.tensors = tensors
         self.side = side  # "referee": build no object; "kernel": build modules and optimizers
         self.limits = limits
+        self.until = until
         self.nodes = 0
+        self._next_look = _CLOCK_EVERY
         self.modules: list[nn.Module] = []
 
     def tensor(self, name: Any) -> Tensor:
@@ -326,6 +336,9 @@ class _Decoder:
         self.nodes += nodes
         if self.nodes > self.limits.max_nodes or depth > self.limits.max_depth:
             raise CodecError("the message is too large or nested too deeply")
+        if self.nodes >= self._next_look:
+            self._next_look = self.nodes + _CLOCK_EVERY
+            _check_clock(self.until)
 
     def value(self, node: Any, depth: int = 0) -> Any:
         self._count(1, depth)
@@ -471,30 +484,79 @@ class _Decoder:
         raise CodecError(f"unexpected tag {tag!r}")
 
 
-def decode(text: str | bytes | bytearray, side: str = "referee", limits: Limits = Limits()) -> Any:
-    """The value of a message written by `encode`; `CodecError` for anything else."""
+def _check_clock(until: float | None) -> None:
+    if until is not None and time.monotonic() > until:
+        raise TimeoutError("the reply could not be read before the call's time limit")
+
+
+_HEADER_BYTES_PER_TENSOR = 256  # a header entry: name, dtype, shape, offsets (about 60 bytes)
+
+
+def _check_header(blob: bytes, limits: Limits) -> None:
+    """Refuse a safetensors buffer over the count or size limits from its header alone,
+    before a single tensor is built."""
+    if len(blob) < 8:
+        raise CodecError("the tensors are not a valid safetensors buffer: no header")
+    (size,) = struct.unpack("<Q", blob[:8])
+    if size > len(blob) - 8:
+        raise CodecError("the tensors are not a valid safetensors buffer: bad header")
+    if size > limits.max_tensors * _HEADER_BYTES_PER_TENSOR:  # too many to parse, even
+        raise CodecError(f"the message holds more than {limits.max_tensors} tensors")
+    try:
+        header = json.loads(blob[8 : 8 + size])
+    except (ValueError, RecursionError):
+        header = None
+    if not isinstance(header, dict):
+        raise CodecError("the tensors are not a valid safetensors buffer: bad header")
+    entries = {k: v for k, v in header.items() if k != "__metadata__"}
+    if len(entries) > limits.max_tensors:
+        raise CodecError(f"the message holds {len(entries)} tensors (limit {limits.max_tensors})")
+    for name, entry in entries.items():
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)):
+            raise CodecError(f"the tensors are not a valid safetensors buffer: tensor {name!r}")
+        if math.prod(shape) > limits.max_tensor_elements:
+            raise CodecError(
+                f"tensor {name} has {math.prod(shape)} elements "
+                f"(limit {limits.max_tensor_elements})"
+            )
+
+
+def decode(
+    text: str | bytes | bytearray,
+    side: str = "referee",
+    limits: Limits = Limits(),
+    until: float | None = None,
+) -> Any:
+    """The value of a message written by `encode`; `CodecError` for anything else, and
+    `TimeoutError` once the clock passes `until` (a `time.monotonic()` time) while decoding:
+    the number of items and of tensors is limited, not only the bytes."""
     if len(text) > limits.max_bytes:
         raise CodecError(f"the message is larger than {limits.max_bytes >> 20} MiB")
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as error:
         raise CodecError(f"the message is not valid JSON: {str(error)[:200]}") from None
+    _check_clock(until)
     if not isinstance(doc, dict) or doc.get("v") != 1 or not isinstance(doc.get("tensors"), str):
         raise CodecError("the message is not a bertcourse grading message")
     try:
         blob = base64.b64decode(doc["tensors"], validate=True)
+    except ValueError as error:
+        raise CodecError(
+            f"the tensors are not a valid safetensors buffer (base64): {str(error)[:200]}"
+        ) from None
+    if blob:
+        _check_header(blob, limits)
+    try:
         tensors = load_safetensors(blob) if blob else {}
     except Exception as error:  # safetensors raises its own error types on bad headers
         raise CodecError(
             f"the tensors are not a valid safetensors buffer: {str(error)[:200]}"
         ) from None
-    for name, t in tensors.items():
-        if t.numel() > limits.max_tensor_elements:
-            raise CodecError(
-                f"tensor {name} has {t.numel()} elements (limit {limits.max_tensor_elements})"
-            )
+    _check_clock(until)
     try:
-        return _Decoder(tensors, side, limits).value(doc.get("value"))
+        return _Decoder(tensors, side, limits, until).value(doc.get("value"))
     except RecursionError:
         raise CodecError("the message is nested too deeply") from None
 

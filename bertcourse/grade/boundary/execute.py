@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hmac
 import json
 import os
+import secrets
+import signal
 import socket
 import sys
 import time
@@ -42,12 +45,14 @@ from bertcourse.grading.values import GradingError
 
 MAX_REPLY_BYTES = codec.Limits().max_bytes
 CALLS_SOCKET = "calls.sock"  # in the kernel's folder: the one the jail lets it reach
+HELLO_S = 2.0  # how long a connection to the calls' socket has to send its token
 
 
-def serve_calls_code(path: str) -> str:
-    """The expression whose one execute request answers all the calls of a test."""
+def serve_calls_code(path: str, token: str) -> str:
+    """The expression whose one execute request answers all the calls of a test; `token`
+    (fresh for each request) is what its connection must send first."""
     remote = "__import__('bertcourse.grade.boundary.remote', fromlist=['serve_calls'])"
-    return f"{remote}.serve_calls({path!r})"
+    return f"{remote}.serve_calls({path!r}, {token!r})"
 
 
 @dataclasses.dataclass
@@ -55,6 +60,7 @@ class _Serving:
     """The open serve loop of the current test: its execute request and what waits on it."""
 
     msg_id: str
+    token: str  # what the serve loop's connection sends first (sent in its execute request)
     cell: NotebookNode  # collects the loop's output (the learner's prints)
     output: asyncio.Future[Any]  # IOPub: done when the kernel is idle again
     reply: asyncio.Future[Any]  # shell: the loop's execute reply
@@ -71,11 +77,26 @@ class JailedKernelManager(AsyncKernelManager):
         assert self.jail is not None
         jail = self.jail
         if jail.caps.uid is not None:  # the kernel, not root, must read its connection file
-            import os
-
             os.chown(self.connection_file, jail.caps.uid, jail.caps.gid)
         cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
         return jail.command(cmd + list(extra_arguments or []), self.zygote)
+
+    async def _async_interrupt_kernel(self) -> None:
+        """SIGINT to the kernel's own process, from the host. When `kill` returns the signal
+        is pending there, so the KeyboardInterrupt ends the request that runs now (the late
+        call, the cell past its limit); it cannot reach a later cell or test. (Through the
+        launcher it travels on, and arrived after the serve loop had seen its socket close
+        and the next cell had started: issue 36.) An idle kernel ignores it."""
+        pid = self.jail.kernel_pid() if self.jail is not None else None
+        if pid is None:
+            await super()._async_interrupt_kernel()
+            return
+        try:
+            os.kill(pid, signal.SIGINT)
+        except OSError:  # gone already: the caller sees a dead kernel
+            pass
+
+    interrupt_kernel = _async_interrupt_kernel
 
 
 @dataclasses.dataclass
@@ -135,6 +156,7 @@ class NotebookRun(Execute):
         max_cell_output: int = 1 << 20,
         max_total_output: int = 8 << 20,
         startup_timeout: int = 120,
+        deadline: float | None = None,
     ) -> None:
         km = JailedKernelManager(kernel_name="python3", transport="ipc")
         km.connection_file = jail.connection_file
@@ -168,12 +190,19 @@ class NotebookRun(Execute):
         self._total_out = 0
         self._truncated: set[int] = set()
         self._deadline = 0.0
+        self._submission_deadline = deadline  # the submission's one clock (`time.monotonic()`)
         self._timed_out_now = False
         self._serving: _Serving | None = None
         self._listener: socket.socket | None = None  # the calls' socket, while a test runs
+        self._own_threads: frozenset[int] = frozenset()  # the kernel's, before the learner's cells
         self.timeout_func = self._cell_timeout
 
     # timing ------------------------------------------------------------------------------------
+    def _notebook_deadline(self, start: float) -> float:
+        """`notebook_timeout` from `start`, never past the submission's own deadline."""
+        end = start + self.notebook_timeout
+        return end if self._submission_deadline is None else min(end, self._submission_deadline)
+
     def _remaining(self) -> float:
         return self._deadline - time.monotonic()
 
@@ -255,8 +284,10 @@ class NotebookRun(Execute):
             if serving.conn is None:
                 serving.conn = self._accept(serving, until)
             if serving.conn is not None:
+                self._vouch()
                 codec.write_frame(serving.conn, request.encode(), until)
                 reply = codec.read_frame(serving.conn, MAX_REPLY_BYTES, until)
+                self._vouch()
         except TimeoutError:
             on_loop(self._stop_serving(interrupt=True, timed_out=True))
             raise TimeoutError(f"the call did not finish within {int(budget)} s") from None
@@ -268,7 +299,9 @@ class NotebookRun(Execute):
         return reply
 
     def _accept(self, serving: _Serving, until: float) -> socket.socket | None:
-        """The serve loop's connection; None if its request ended without one."""
+        """The serve loop's connection; None if its request ended without one. A connection
+        whose first frame is not the request's token is not the serve loop's: it is closed
+        and the call fails for review (`GradingError`)."""
         assert self._listener is not None
         while not serving.reply.done():
             remaining = until - time.monotonic()
@@ -279,8 +312,40 @@ class NotebookRun(Execute):
                 conn, _ = self._listener.accept()
             except TimeoutError:  # one slice of the wait: is the request still running?
                 continue
-            return conn
+            try:
+                hello = codec.read_frame(conn, 256, min(until, time.monotonic() + HELLO_S))
+            except (OSError, codec.CodecError):  # TimeoutError included: it sent nothing
+                hello = None
+            if hello is not None and hmac.compare_digest(bytes(hello), serving.token.encode()):
+                return conn
+            conn.close()
+            raise self._unverifiable("a connection to the grader's calls' socket without its token")
         return None
+
+    def _pending_connection(self) -> bool:
+        """Is another connection waiting on the calls' socket? (it is closed)"""
+        if self._listener is None:
+            return False
+        self._listener.setblocking(False)
+        try:
+            conn, _ = self._listener.accept()
+        except (BlockingIOError, OSError):
+            return False
+        conn.close()
+        return True
+
+    def _unverifiable(self, finding: str) -> GradingError:
+        return self.referee.session.unverifiable(finding)
+
+    def _vouch(self) -> None:
+        """Fail the call for review when something besides the serve loop could have answered
+        it or changed what it reports: a second connection to the calls' socket, a thread the
+        learner's code started, another process in the jail (read from the host)."""
+        if self._pending_connection():
+            raise self._unverifiable("a second connection to the grader's calls' socket")
+        beside = self.jail.beside_kernel(self._own_threads) if self._own_threads else ""
+        if beside:
+            raise self._unverifiable(f"{beside} ran in the kernel during a call")
 
     def _listen(self) -> socket.socket:
         """A fresh calls' socket in the kernel's folder, which only the kernel's user reaches.
@@ -297,7 +362,7 @@ class NotebookRun(Execute):
             listener.bind(path)
             if self.jail.caps.uid is not None:  # the kernel's user may connect
                 os.chown(path, self.jail.caps.uid, self.jail.caps.gid, follow_symlinks=False)
-            listener.listen(1)
+            listener.listen(8)  # a connection besides the serve loop's waits to be seen
         except OSError as error:
             listener.close()
             raise GradingError(
@@ -310,6 +375,7 @@ class NotebookRun(Execute):
         assert self.kc is not None
         self._listener = self._listen()  # one per test: the learner's cells may have moved it
         path = self._listener.getsockname()
+        token = secrets.token_hex(16)  # fresh: only this request carries it
         cell = NotebookNode(cell_type="code", source="", outputs=[], metadata={})
         msg_id = await ensure_async(
             self.kc.execute(
@@ -318,11 +384,12 @@ class NotebookRun(Execute):
                 store_history=False,
                 allow_stdin=False,
                 stop_on_error=False,
-                user_expressions={"served": serve_calls_code(path)},
+                user_expressions={"served": serve_calls_code(path, token)},
             )
         )
         output = asyncio.ensure_future(self._async_poll_output_msg(msg_id, cell, -1))
-        return _Serving(msg_id, cell, output, asyncio.ensure_future(self._shell_reply(msg_id)))
+        reply = asyncio.ensure_future(self._shell_reply(msg_id))
+        return _Serving(msg_id, token, cell, output, reply)
 
     async def _shell_reply(self, msg_id: str) -> dict[str, Any]:
         assert self.kc is not None
@@ -356,6 +423,8 @@ class NotebookRun(Execute):
             await ensure_async(self.km.interrupt_kernel())
         if serving.conn is not None:  # the serve loop reads the end of the stream and returns
             serving.conn.close()
+        if self._pending_connection():  # counted against the test that ran (see _run_test)
+            self.referee.session.review.append("a second connection to the grader's calls' socket")
         if self._listener is not None:  # a connection not accepted yet is refused with it
             self._listener.close()
             self._listener = None
@@ -400,9 +469,11 @@ class NotebookRun(Execute):
 
         def send(request: str) -> bytes:
             budget = max(1.0, min(deadline - time.monotonic(), self._remaining()))
-            return self._call(request, time.monotonic() + budget, on_loop)
+            until = self.referee.session.until = time.monotonic() + budget  # decoding included
+            return self._call(request, until, on_loop)
 
         self.referee.session.send = send
+        flagged = len(self.referee.session.review)
         gone: KernelGone | None = None
         try:
             outcome = await loop.run_in_executor(
@@ -416,6 +487,9 @@ class NotebookRun(Execute):
             except KernelGone as error:
                 gone = error
         cell.outputs = [o for o in self._scratch_outputs if o.get("output_type") == "stream"][:20]
+        review = self.referee.session.review[flagged:]
+        if outcome is not None and outcome.passed and review:  # seen only as the test ended
+            outcome = TestOutcome(False, f"{review[0]}: 0 points until reviewed", outcome.output)
         if outcome is not None:
             self._record(cell, result, outcome)
         elif gone is not None and gone.timed_out:  # earlier parts keep their points
@@ -446,7 +520,7 @@ class NotebookRun(Execute):
     async def run(self, results: dict[str, CellResult], outcome: RunResult) -> None:
         self.reset_execution_trackers()
         start = time.monotonic()
-        self._deadline = start + self.notebook_timeout
+        self._deadline = self._notebook_deadline(start)
         log = open(self.jail.log_path, "ab")  # noqa: SIM115 (closed in finally)
         try:
             async with self.async_setup_kernel(stdout=log, stderr=log, cwd=self.jail.dir):
@@ -455,8 +529,9 @@ class NotebookRun(Execute):
                 msg_id = await ensure_async(self.kc.kernel_info())
                 await self.async_wait_for_reply(msg_id)
                 await self._preload()
+                self._own_threads = self.jail.threads()  # before any cell of the learner
                 # the notebook's time counts from a ready kernel, zygote or not
-                self._deadline = time.monotonic() + self.notebook_timeout
+                self._deadline = self._notebook_deadline(time.monotonic())
                 outcome.started = True
                 for index, cell in enumerate(self.nb.cells):
                     if cell.cell_type != "code":

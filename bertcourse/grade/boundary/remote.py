@@ -50,6 +50,10 @@ from bertcourse.grading.values import GradingError, plain_items
 
 MAX_TRACEBACK = 3000
 GET = "__bertcourse_get__"
+# the trace record of a call with forbidden operators: the canary operator reached the trace
+# right before and right after the learner's function
+TRACED = [True, True]
+CANARY = "aten::empty"
 
 
 # --- referee side ---------------------------------------------------------------------------
@@ -63,6 +67,14 @@ class Session:
     code: Any  # rules.StudentCode of the submission
     limits: codec.Limits = dataclasses.field(default_factory=codec.Limits)
     calls: int = 0
+    until: float | None = None  # the current call's time limit (`time.monotonic()`), if any
+    # what a call showed that only a person can judge (the submission is `needs_review`)
+    review: list[str] = dataclasses.field(default_factory=list)
+
+    def unverifiable(self, finding: str) -> GradingError:
+        """Record `finding` for review; the error that fails the part (0 points)."""
+        self.review.append(finding)
+        return GradingError(f"{finding}: the grader cannot vouch for this call (0 points; review)")
 
 
 class KernelError(GradingError):
@@ -100,6 +112,7 @@ class RemoteFunction:
         kernel (its autograd facts as values: see `bertcourse.grading.probe`)."""
         __tracebackhide__ = True
         name = self.__name__
+        forbid = list(forbid)
         findings = self.session.code.violations(
             name, list(forbid), args, kwargs, replaced=set(use_reference or {})
         )
@@ -129,11 +142,17 @@ class RemoteFunction:
         self.session.calls += 1
         reply_text = self.session.send(request)
         try:
-            reply = codec.decode(reply_text, "referee", self.session.limits)
+            reply = codec.decode(reply_text, "referee", self.session.limits, self.session.until)
         except codec.CodecError as error:
             raise GradingError(f"{name}: the kernel's reply was not valid data ({error})") from None
         if not isinstance(reply, dict) or reply.get("ok") not in (True, False):
             raise GradingError(f"{name}: the kernel's reply was not a result")
+        traced = forbidden_ops(list(forbid))  # the kernel traces these operators
+        if traced and reply["ok"] and not reply.get("forbidden") and reply.get("trace") != TRACED:
+            raise self.session.unverifiable(
+                f"{name}: the operator trace was off during the call (a disabled dispatch, or a "
+                "reply without its trace record)"
+            )
         if reply.get("forbidden"):
             raise GradingError(
                 f"{name} called {reply['forbidden'][0]}, which this part asks you to write "
@@ -244,21 +263,26 @@ def _namespace() -> dict[str, Any]:
     return shell.user_ns
 
 
-def serve_calls(path: str) -> None:
+def serve_calls(path: str, token: str) -> None:
     """Kernel side: answer the referee's calls until it ends them (closes the socket).
 
     Runs as the user expression of one execute request (an expression, as `serve` was: a
     learner's input or AST transformers do not touch it). The calls come on the Unix socket
     the grader listens on in the kernel's own folder (`path`), one frame of codec text each
     (`codec.read_frame`), and each reply goes back as one frame: no Jupyter message,
-    signature or output flush per call. The request has no stdin, and while the learner's
+    signature or output flush per call. The first frame is `token`, fresh for this request
+    and sent in it (no earlier cell could read it): the grader serves no other connection.
+    The socket is `_socket.socket`, a C type no cell can patch (a relay set on
+    `socket.socket` never sees the calls). The request has no stdin, and while the learner's
     function runs `input` raises `StdinNotImplementedError` as in a graded cell.
     """
+    import _socket
     import builtins
-    import socket
 
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         conn.connect(path)
+        codec.write_frame(conn, token.encode())
         while True:
             request = codec.read_frame(conn, codec.Limits().max_bytes)
             if request is None:
@@ -269,6 +293,8 @@ def serve_calls(path: str) -> None:
             finally:
                 builtins.input = saved
             codec.write_frame(conn, reply.encode())
+    finally:
+        conn.close()
 
 
 def _no_stdin(prompt: str = "") -> str:
@@ -317,8 +343,12 @@ def serve(request: str | bytes | bytearray) -> str:
             try:
                 meter = Meter(probe) if probe is not None else None
                 with trace, meter or contextlib.nullcontext():
+                    traced = [trace.on()]
                     result = fn(*args, **kwargs)
+                    traced.append(trace.on())
                 outcome: dict[str, Any] = {"ok": True, "result": result}
+                if trace.ops:
+                    outcome["trace"] = traced
                 if meter is not None:  # the referee's fixed measurement, outside the trace
                     try:
                         outcome["probe"] = meter.report(result, args, call["fn"])
@@ -352,7 +382,17 @@ class OpTrace:
         self.ops = ops
         self.seen: list[str] = []
         self.paused = 0
+        self.canaries = 0
         self._mode: Any = None
+
+    def on(self) -> bool:
+        """Does an operator run in this thread now reach the trace? (a canary operator; True
+        when there is nothing to trace)"""
+        if self._mode is None:
+            return True
+        before = self.canaries
+        torch.empty(0)
+        return self.canaries == before + 1
 
     def exempt(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn`, whose operators are not recorded (a reference standing for an earlier part)."""
@@ -399,6 +439,8 @@ def _trace_mode_class() -> type:
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             trace, name = self.trace, func._overloadpacket._qualified_op_name
+            if name == CANARY:
+                trace.canaries += 1
             if not trace.paused and name in trace.ops and name not in trace.seen:
                 trace.seen.append(name)
             return func(*args, **(kwargs or {}))

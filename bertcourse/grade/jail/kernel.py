@@ -78,6 +78,20 @@ def clean_after(scratch_dir: str) -> None:
     shutil.rmtree(scratch_dir, ignore_errors=True)
 
 
+def _children(pid: int, tid: int | None = None) -> list[int]:
+    """The child processes of one thread of `pid` (of its main thread by default), from
+    /proc's `children` file; from a scan of /proc where the kernel has no such file."""
+    try:
+        with open(f"/proc/{pid}/task/{tid or pid}/children") as f:
+            return [int(kid) for kid in f.read().split()]
+    except FileNotFoundError:
+        if tid not in (None, pid) or not os.path.exists(f"/proc/{pid}"):
+            return []
+        return children_by_parent().get(pid, [])
+    except (OSError, ValueError):
+        return []
+
+
 # --- one kernel's jail ------------------------------------------------------------------------
 
 
@@ -132,6 +146,7 @@ class KernelJail:
         self.oom = False  # the memory cgroup killed a process (read before it is removed)
         self.peak_memory = 0
         self.launcher_pid: int | None = None
+        self._kernel_pid: int | None = None
 
     # cgroups ---------------------------------------------------------------------------------
     def _new_cgroup(self, parent: str) -> Path:
@@ -291,13 +306,18 @@ class KernelJail:
         self._watchdog = threading.Thread(target=self._watch, daemon=True)
         self._watchdog.start()
 
-    def _tree(self) -> list[int]:
+    def _supervisor(self) -> int | None:
         if self.launcher_pid is None:
             try:
                 with open(self.pid_file) as f:
                     self.launcher_pid = int(f.read())
             except (OSError, ValueError):
-                return []
+                return None
+        return self.launcher_pid
+
+    def _tree(self) -> list[int]:
+        if self._supervisor() is None:
+            return []
         children = children_by_parent()
         out, todo = [], [self.launcher_pid]
         while todo:
@@ -326,6 +346,45 @@ class KernelJail:
             if rss > self.limits.memory_bytes:
                 self.killed_for_memory = True
                 self.kill_tree(tree)
+
+    # what runs in the jail, read from the host ---------------------------------------------
+    def kernel_pid(self) -> int | None:
+        """The kernel's process (the supervisor's only child), as the host numbers it."""
+        if self._kernel_pid is None:
+            supervisor = self._supervisor()
+            kids = _children(supervisor) if supervisor is not None else []
+            self._kernel_pid = kids[0] if len(kids) == 1 else None
+        return self._kernel_pid
+
+    def threads(self) -> frozenset[int]:
+        """The kernel's threads now (empty when it is gone)."""
+        pid = self.kernel_pid()
+        try:
+            return (
+                frozenset(int(t) for t in os.listdir(f"/proc/{pid}/task")) if pid else frozenset()
+            )
+        except OSError:
+            return frozenset()
+
+    def beside_kernel(self, own_threads: frozenset[int]) -> str:
+        """What runs in the jail besides the kernel's `own_threads` (its threads once it was
+        ready, before any cell of the learner), in words; "" when nothing does. Read from the
+        host's /proc: nothing in the kernel can hide it or rewrite it."""
+        pid = self.kernel_pid()
+        if pid is None:
+            return ""
+        threads = self.threads()
+        extra = len(threads - own_threads)
+        processes = [kid for tid in threads for kid in _children(pid, tid)]
+        supervisor = self._supervisor()
+        if supervisor is not None:  # without a PID namespace an orphan goes to the supervisor
+            processes += [kid for kid in _children(supervisor) if kid != pid]
+        what = []
+        if extra:
+            what.append(f"{extra} thread(s) the learner's code started")
+        if processes:
+            what.append(f"{len(processes)} other process(es)")
+        return " and ".join(what)
 
     def kill_tree(self, tree: list[int] | None = None) -> None:
         """SIGKILL every process below the supervisor (the kernel and its children)."""
