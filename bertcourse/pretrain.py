@@ -55,7 +55,8 @@ share of the training time spent instead of on steps (:class:`TimeBudget`,
 :class:`bertcourse.optim.FractionLR`): warm-up over the first 10% of the training time, linear
 decay to 0 at its end, whatever the machine's speed or its changes. The M minutes count from the
 process's start (the command line) and hold the set-up, the training and the end (the final
-evaluation, timed at the start, the checkpoint and the figures, reserved); the loop stops when
+evaluation, timed on two of its batches at the start, the checkpoint and the figures, reserved;
+no evaluation at step 0); the loop stops when
 its next step would end past its share. At the end of warm-up it says how many steps the budget
 will give at the pace measured so far, and warns when they are fewer than
 ``MIN_STEPS_TO_LEARN`` (1,500), naming the minutes that would give that many. The rate of each
@@ -245,6 +246,8 @@ class Session:
 WARMUP_SHARE = 0.1
 """Warm-up is this share of a run: 10% of ``--steps`` (unless ``--warmup-steps``), or 10% of
 the training time of a ``--max-minutes`` budget."""
+TIMED_EVAL_BATCHES = 2
+"""A time budget times this many held-out batches at the start and scales to all of them."""
 FINAL_EVAL_MARGIN = 1.25
 """The final evaluation is reserved this many times the first one's measured time (a busy
 machine's speed drifts by tens of percent within minutes)."""
@@ -656,10 +659,10 @@ def _train_loop(
     return result
 
 
-def _schedule(s: Session, clock: Callable[[], float], t_start: float) -> dict | None:
+def _schedule(s: Session, clock: Callable[[], float], t_start: float) -> None:
     """Give ``s`` its learning-rate schedule (and resume it): over ``--steps``, or over the
-    time of ``--max-minutes`` (:class:`TimeBudget`). Returns the held-out figures at step 0
-    when a time budget measured them (the evaluation's cost is part of its plan)."""
+    time of ``--max-minutes`` (:class:`TimeBudget`), whose plan times the final evaluation on
+    ``TIMED_EVAL_BATCHES`` of its batches (the first, with its warm-up, counts: a margin)."""
     cfg = s.cfg
     if cfg.steps is not None:
         s.scheduler = make_lr_scheduler(
@@ -667,15 +670,16 @@ def _schedule(s: Session, clock: Callable[[], float], t_start: float) -> dict | 
         )
         if cfg.resume:
             _resume(s, cfg.resume)
-        return None
+        return
     s.scheduler = make_time_scheduler(s)
     if cfg.resume:
         _resume(s, cfg.resume)
         s.scheduler.step()  # the rate at the saved share of the time (idempotent)
-        return None
+        return
+    timed = s.ev_batches[:TIMED_EVAL_BATCHES]
     t0 = clock()
-    first_eval = evaluate(s.model, s.ev_batches, s.vocab.mask_id, s.dist.device, cfg.bf16)
-    eval_seconds = clock() - t0
+    evaluate(s.model, timed, s.vocab.mask_id, s.dist.device, cfg.bf16)
+    eval_seconds = (clock() - t0) * len(s.ev_batches) / max(len(timed), 1)
     if cfg.plots and s.dist.is_main:  # imported now, so that the set-up's time counts it
         import matplotlib
 
@@ -687,7 +691,6 @@ def _schedule(s: Session, clock: Callable[[], float], t_start: float) -> dict | 
     budget = plan_time_budget(s, cfg.max_minutes, t_start, eval_seconds, clock)
     s.state["time_budget"] = budget.as_dict()
     s.scheduler.step()
-    return first_eval
 
 
 def train(
@@ -722,7 +725,7 @@ def train(
         f"world size {dist.world_size}, device {dist.device}, {torch.get_num_threads()} threads"
         + (f", matmul peak {peak / 1e9:.0f} GFLOP/s" if peak else "")
     )
-    first_eval = _schedule(s, clock, t_start)
+    _schedule(s, clock, t_start)
     ddp_model: torch.nn.Module = model
     if dist.enabled:
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -732,11 +735,10 @@ def train(
         from tqdm.auto import tqdm
 
         s.bar = tqdm(total=cfg.steps, initial=s.state["step"], desc="pretrain", dynamic_ncols=True)
-    if cfg.eval_every and s.state["step"] == 0:
-        if first_eval is not None:  # already computed to plan the time budget
-            s.state["history"]["eval"].append({"step": 0, **first_eval})
-        else:
-            s.evaluate()  # the starting point of the held-out curves
+    # the starting point of the held-out curves; a time budget's minutes go to training
+    # instead (its curves start at the first periodic evaluation)
+    if cfg.eval_every and s.state["step"] == 0 and cfg.steps is not None:
+        s.evaluate()
 
     loop = _train_loop(s, ddp_model, peak, t_start, clock)
     if s.bar is not None:
