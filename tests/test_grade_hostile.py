@@ -40,6 +40,7 @@ from hostile.bank import (
 
 from bertcourse.grade import gradebook
 from bertcourse.grade.jail import GRADER_USER, ensure_grader_user
+from bertcourse.grade.results import AWAITING_REVIEW, WITHHELD_STATUSES
 from bertcourse.grade.runner import Options, run
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the grading jail is Linux-only")
@@ -117,11 +118,21 @@ def _expected(case: Case) -> tuple[str, dict[str, float]]:
     return case.status, case.expected_parts()
 
 
-def _mismatch(row: dict[str, str], case: Case) -> str | None:
+def _points(row: dict[str, str], kept: dict[str, float]) -> dict[str, float]:
+    """The points the referee gave each part: the CSV's, or, where the CSV withholds them
+    until an instructor approves (needs_review, tampered), the gradebook's (`kept`)."""
+    if row["review"] == AWAITING_REVIEW:
+        if row["score"] != "" or any(row[k] != "" for k in FULL):
+            return {}  # a withheld row that shows points: never equal to an expectation
+        return {k: kept[k] for k in FULL}
+    return {k: float(row[k]) for k in FULL}
+
+
+def _mismatch(row: dict[str, str], case: Case, kept: dict[str, float]) -> str | None:
     status, parts = _expected(case)
-    got = {k: float(row[k]) for k in parts}
+    got = _points(row, kept)
     if row["status"] != status or got != parts:
-        if any(_mismatch(row, other) is None for other in case.otherwise):
+        if any(_mismatch(row, other, kept) is None for other in case.otherwise):
             return None  # one of the case's other exact outcomes
         return f"{case.name}: expected {status} {parts}, got {row['status']} {got} ({row['detail'][:400]})"
     return None
@@ -162,6 +173,10 @@ def _build_bank(base: Path) -> dict:
         control = service.connections if service else 0
         summary, rows = _grade(course)
         service_connections = service.connections - control if service else 0
+        kept = {
+            r.student_id: {gid: v for (_, gid), v in r.parts.items()}
+            for r in gradebook.read_results(f"sqlite:///{ctx['gradebook']}", "hostile", "toy")
+        }
     finally:
         if service:
             service.close()
@@ -169,6 +184,7 @@ def _build_bank(base: Path) -> dict:
         "course": str(course),
         "cases": [c.name for c in cases],
         "rows": rows,
+        "kept": kept,  # the gradebook's part scores (what an approval would release)
         "csv": summary.csv,
         "plot": summary.plot,
         "before": before,
@@ -203,14 +219,18 @@ def bank(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_hostile_submission(bank: dict, case: Case) -> None:
     if case.name not in bank["cases"]:
         pytest.skip("needs root (a separate user, namespaces, cgroups)")
-    row = bank["rows"][case.row_id]
-    assert _mismatch(row, case) is None, _mismatch(row, case)
+    row, kept = bank["rows"][case.row_id], bank["kept"].get(case.row_id, {})
+    assert _mismatch(row, case, kept) is None, _mismatch(row, case, kept)
     matched = next(c for c in (case, *case.otherwise) if c.status == row["status"])
-    assert float(row["score"]) == sum(matched.expected_parts().values())
+    assert sum(_points(row, kept).values()) == sum(matched.expected_parts().values())
+    if row["review"] != AWAITING_REVIEW:
+        assert float(row["score"]) == sum(matched.expected_parts().values())
     assert float(row["max_score"]) == sum(FULL.values())
     # ... and every other student's grade is intact
     others = [
-        _mismatch(bank["rows"][c.row_id], c) for n, c in bank["cases"].items() if n != case.name
+        _mismatch(bank["rows"][c.row_id], c, bank["kept"].get(c.row_id, {}))
+        for n, c in bank["cases"].items()
+        if n != case.name
     ]
     assert [m for m in others if m] == []
 
@@ -224,7 +244,9 @@ def test_missing_student_gets_status_missing(bank: dict) -> None:
 def test_csv_columns_and_plot(bank: dict) -> None:
     with open(bank["csv"], newline="") as f:
         header = next(csv.reader(f))
-    assert header == ["student_id", "assignment", "status", "score", "max_score", *FULL, "detail"]
+    assert header == [
+        "student_id", "assignment", "status", "review", "score", "max_score", *FULL, "detail"
+    ]  # fmt: skip
     assert set(bank["rows"]) == {c.row_id for c in bank["cases"].values()} | {MISSING_STUDENT}
     png = Path(bank["plot"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
@@ -236,7 +258,10 @@ def test_gradebook_holds_the_same_statuses_and_scores(bank: dict) -> None:
         row = bank["rows"][r.student_id]
         assert r.status == row["status"], r.student_id
         scored = [v for v in r.parts.values() if v is not None]
-        assert sum(scored) == pytest.approx(float(row["score"]))
+        shown = sum(_points(row, bank["kept"][r.student_id]).values()) if r.parts else 0.0
+        assert sum(scored) == pytest.approx(shown)
+        # a held submission's points reach the CSV only once an instructor approves them
+        assert (row["review"] == AWAITING_REVIEW) == (r.status in WITHHELD_STATUSES), row
 
 
 def test_course_files_untouched(bank: dict) -> None:

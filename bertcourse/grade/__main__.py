@@ -1,4 +1,6 @@
-"""Command line: `python -m bertcourse.grade ASSIGNMENT [ASSIGNMENT ...] [--workers N] [--db URL]`."""
+"""Command line: `python -m bertcourse.grade ASSIGNMENT [ASSIGNMENT ...] [--workers N] [--db URL]`;
+`... report ASSIGNMENT ...` (the class report); `... approve|reject ASSIGNMENT STUDENT` (a
+submission held for review)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,12 @@ EPILOG_TEMPLATE = textwrap.dedent(
     folder; a grade-distribution plot next to the CSV. Grading again recomputes
     everything from scratch. Run as root for the full jail (own user, namespaces,
     cgroups); see book/instructors.md.
+
+    needs_review and tampered withhold their points from the CSV, the LMS files and
+    the feedback page until an instructor decides:
+      python -m bertcourse.grade approve ASSIGNMENT STUDENT [--part P] [--reason ...]
+      python -m bertcourse.grade reject ASSIGNMENT STUDENT [--part P] [--reason ...]
+    The class report (python -m bertcourse.grade report ...) lists them.
     """
 )
 
@@ -154,10 +162,80 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="STATUS",
-        help="leave students with this status out of the LMS files (repeatable; default: "
-        "pending, needs_review, tampered)",
+        help="leave students with this status out of the LMS files until an instructor "
+        "has decided on them (repeatable; default: pending, needs_review, tampered); points "
+        "withheld for review never reach the files",
     )
     return parser.parse_args(argv)
+
+
+def parse_decision(argv: list[str], approve: bool) -> argparse.Namespace:
+    verb = "approve" if approve else "reject"
+    parser = argparse.ArgumentParser(
+        prog=f"python -m bertcourse.grade {verb}",
+        description=(
+            "Release the points the grader computed for a submission held for review "
+            "(needs_review, tampered), after reading the code it flagged."
+            if approve
+            else "Give 0 to a submission held for review (needs_review, tampered)."
+        )
+        + " The decision is recorded in the gradebook for the submission's exact bytes: a "
+        "re-grade keeps it only if the submission is byte-identical. Write the CSV and the "
+        "LMS files again with --report-only.",
+    )
+    parser.add_argument("assignment")
+    parser.add_argument("student")
+    parser.add_argument(
+        "--part",
+        metavar="P",
+        help="one part (its column in the CSV: the test cell's grade id); default: every part",
+    )
+    parser.add_argument("--reason", default="", help="why (kept with the decision)")
+    parser.add_argument("--course", default=".", help="course folder with nbgrader_config.py")
+    parser.add_argument("--db", help="gradebook URL (default: CourseDirectory.db_url)")
+    return parser.parse_args(argv)
+
+
+def decide(argv: list[str], approve: bool) -> int:
+    """`approve` / `reject`: an instructor's decision on a submission held for review."""
+    import getpass
+
+    from bertcourse.grade import gradebook
+    from bertcourse.grade.assignment import load_assignment, load_coursedir
+    from bertcourse.grade.results import Decision
+
+    args = parse_decision(argv, approve)
+    try:
+        coursedir, _ = load_coursedir(args.course, args.db)
+        spec = load_assignment(coursedir, args.assignment)
+        part = ("", "")
+        if args.part:
+            columns = {column: (nb, gid) for column, nb, gid in spec.part_columns()}
+            if args.part not in columns:
+                raise ValueError(
+                    f"{args.assignment} has no part {args.part!r} (parts: {', '.join(columns)})"
+                )
+            part = columns[args.part]
+        grade = gradebook.record_decision(
+            coursedir.db_url,
+            coursedir.course_id,
+            args.assignment,
+            args.student,
+            Decision(*part, approved=approve, digest="", reason=args.reason, by=getpass.getuser()),
+        )
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    from bertcourse.grade import report
+
+    (row,) = report.csv_rows(spec, [grade])
+    which = f"part {args.part}" if args.part else "every part"
+    print(
+        f"{'approved' if approve else 'rejected'}: {args.student}, {args.assignment}, {which}; "
+        f"review: {row['review']}, score: {row['score'] or 'withheld'} / {row['max_score']}. "
+        f"Write the reports again: python -m bertcourse.grade {args.assignment} --report-only"
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         from bertcourse.grade import classreport
 
         return classreport.main(argv[1:])
+    if argv[:1] in (["approve"], ["reject"]):  # a held submission's points, released or not
+        return decide(argv[1:], approve=argv[0] == "approve")
     args = parse_args(argv)
     from bertcourse.grade.runner import Options, run_all
 

@@ -8,7 +8,8 @@ gradebook gives one report), never from the graders' memory:
   which the grader keeps as the answer cell's auto comment) with its count, its share of the
   part's failures, the book section and the students; the failures no catalogue names,
   grouped by their first line (same check, same exception type and message), largest first;
-- the statuses (`tampered`, `needs_review`, `timed_out`, ...) in rows of their own;
+- the statuses (`tampered`, `needs_review`, `timed_out`, ...) in rows of their own, and the
+  submissions whose points are withheld until an instructor approves or rejects them;
 - across assignments: students who made named mistakes in several assignments;
 - across re-grades: `--before OLD/report.json` gives each count's previous value.
 
@@ -103,6 +104,8 @@ class Assignment:
     students: int
     statuses: list[Group]
     parts: list[Part]
+    awaiting: int = 0  # submissions whose points are withheld until an instructor decides
+    awaiting_students: list[str] = dataclasses.field(default_factory=list)  # empty: anonymous
 
 
 @dataclasses.dataclass
@@ -200,6 +203,18 @@ def read_assignment(db_url: str, course_id: str, assignment: str) -> tuple[dict,
                 )
             )
     return statuses, rows
+
+
+def awaiting_review(db_url: str, course_id: str, assignment: str) -> list[str]:
+    """Students whose submission is held for review with a part no instructor has decided
+    (for the bytes graded now)."""
+    from bertcourse.grade.gradebook import read_results
+
+    return [
+        g.student_id
+        for g in read_results(db_url, course_id, assignment)
+        if g.withheld and any(g.decision(*part) is None for part in g.parts or [("", "")])
+    ]
 
 
 # --- building the report --------------------------------------------------------------------
@@ -310,6 +325,8 @@ def build(
         if not statuses and not rows:
             raise ValueError(f"assignment {name!r} has no grades in the gradebook {db_url}")
         built.append(build_assignment(name, statuses, rows, headlines))
+        built[-1].awaiting_students = awaiting_review(db_url, course_id, name)
+        built[-1].awaiting = len(built[-1].awaiting_students)
     persistent = _persistent(built)
     counts = Counter(len({m.split(" / ")[0] for m in p.mistakes}) for p in persistent)
     report = Report(
@@ -383,6 +400,7 @@ def _anonymise(report: Report, min_group: int) -> None:
     """Counts only: no student id, groups smaller than `min_group` merged."""
     report.persistent = []
     for a in report.assignments:
+        a.awaiting_students = []
         a.statuses = _merge_small(a.statuses, min_group, a.students)
         for p in a.parts:
             p.mistakes = _merge_small(p.mistakes, min_group, p.failed)
@@ -406,7 +424,16 @@ def load(path: str) -> Report:
             for p in a["parts"]
         ]
         statuses = [Group(**g) for g in a["statuses"]]
-        assignments.append(Assignment(a["name"], a["students"], statuses, parts))
+        assignments.append(
+            Assignment(
+                a["name"],
+                a["students"],
+                statuses,
+                parts,
+                a.get("awaiting", 0),
+                a.get("awaiting_students", []),
+            )
+        )
     return Report(
         **{
             **data,
@@ -440,6 +467,17 @@ def csv_rows(report: Report) -> list[dict[str, str]]:
         )
 
     for a in report.assignments:
+        if a.awaiting:
+            share = a.awaiting / a.students if a.students else 0.0
+            add(
+                a.name,
+                "",
+                "awaiting review",
+                "points withheld",
+                a.awaiting,
+                share,
+                students=a.awaiting_students,
+            )
         for g in a.statuses:
             add(
                 a.name,
@@ -536,6 +574,21 @@ def _who(group: Group) -> str:
     return html.escape(", ".join(group.students))
 
 
+def _awaiting_html(a: Assignment, anonymous: bool) -> str:
+    """The submissions whose points wait for an instructor's decision."""
+    if not a.awaiting:
+        return "<h3>Awaiting review</h3><p><i>no submission awaits review</i></p>"
+    who = "" if anonymous else f": {html.escape(', '.join(a.awaiting_students))}"
+    command = html.escape(f"python -m bertcourse.grade approve {a.name} STUDENT")
+    return (
+        f"<h3>Awaiting review</h3><p class=status-flag>{a.awaiting} submission"
+        f"{'s' if a.awaiting != 1 else ''}, points withheld from the CSV, the LMS files and "
+        f"the feedback pages until you decide{who}. Read the code the grader lists in each "
+        f"CSV row's detail, then <code>{command}</code> (or <code>reject</code>; "
+        "<code>--part</code> for one part).</p>"
+    )
+
+
 def render_html(report: Report) -> str:
     out = [
         "<!doctype html><html><head><meta charset=utf-8>",
@@ -569,6 +622,7 @@ def render_html(report: Report) -> str:
             + ("" if report.anonymous else "<th>who</th>")
             + f"</tr>{status_rows}</table>"
         )
+        out.append(_awaiting_html(a, report.anonymous))
         for p in a.parts:
             scores = ", ".join(f"{s}: {n}" for s, n in p.scores.items())
             out.append(

@@ -33,6 +33,12 @@ from traitlets.config import Config
 from bertcourse.grade.assignment import NotebookSpec
 from bertcourse.grade.results import SubmissionResult
 
+PENDING = "pending review"
+WITHHELD_NOTE = (
+    "Your points are withheld until an instructor has read your code: the grader found code "
+    "it cannot judge by reading it (listed below). The scores shown are pending."
+)
+_SCORE = re.compile(r"Score: -?[\d.]+ / ")  # the template's "Score: {{ score }} / {{ max }}"
 # what a feedback page may show of a submission's outputs (anything else can carry script)
 _INERT_MIME = ("text/plain", "image/png", "image/jpeg")
 
@@ -199,11 +205,14 @@ def write_feedback(task: Any, result: SubmissionResult) -> None:
         graded = result.notebooks.get(nb_spec.name)
         parts = graded.parts if graded else {}
         lines = [f"**Grading status: {result.status.feedback}.**", ""]
+        if result.withheld:
+            lines += [WITHHELD_NOTE, ""]
         if result.late:
             lines += [f"Late submission: {html.escape(result.late)}", ""]
         for spec_part in nb_spec.parts:
             part = parts.get(spec_part.name)
             shown = "-" if part is None or part.score is None else f"{part.score:g}"
+            shown = PENDING if result.withheld else shown
             note = (part.message or part.outcome) if part else ""
             note = html.escape(note.splitlines()[0][:200]) if note else ""
             lines.append(
@@ -214,6 +223,8 @@ def write_feedback(task: Any, result: SubmissionResult) -> None:
             lines += [f"- {html.escape(p.splitlines()[0][:300])}" for p in result.problems[:20]]
         nb.cells.insert(0, new_markdown_cell("\n".join(lines)))
         page, _ = exporter.from_notebook_node(nb, resources=resources)
+        if result.withheld:  # nbgrader's template shows the gradebook's scores: not these
+            page = _SCORE.sub(f"Score: {PENDING} / ", page)
         target = os.path.join(task.feedback_dir, f"{nb_spec.name}.html")
         with open(target + ".tmp", "w", encoding="utf-8") as f:
             f.write(page)

@@ -16,19 +16,23 @@ processes share the file; WAL mode lets readers and the writer overlap).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import hashlib
+import os
 import random
 import socket
+import stat
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from nbgrader.api import Gradebook, MissingEntry
-from sqlalchemy import Column, DateTime, Float, String, Text, create_engine, text
+from sqlalchemy import Boolean, Column, DateTime, Float, String, Text, create_engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
-from sqlalchemy.orm import declarative_base
+from sqlalchemy.orm import Session, declarative_base
 
-from bertcourse.grade.results import StoredGrade, SubmissionResult  # noqa: E402
+from bertcourse.grade.results import Decision, StoredGrade, SubmissionResult  # noqa: E402
 from bertcourse.grade.status import PENDING, Status  # noqa: E402
 
 Base = declarative_base()
@@ -52,6 +56,24 @@ class GradeStatus(Base):
     graded_at = Column(DateTime(), nullable=True)
     late_penalty = Column(Float(), nullable=True, default=0.0)  # points the late policy took
     late = Column(Text(), nullable=True, default="")  # its one-line explanation
+    digest = Column(String(64), nullable=True, default="")  # sha256 of the graded notebooks
+
+
+class ReviewDecision(Base):
+    """An instructor's decision on a submission held for review (`results.Decision`): one per
+    part, or for the whole submission (notebook and grade_id empty); a new one replaces it."""
+
+    __tablename__ = "bertcourse_review_decision"
+    course_id = Column(String(128), primary_key=True)
+    assignment = Column(String(128), primary_key=True)
+    student_id = Column(String(128), primary_key=True)
+    notebook = Column(String(128), primary_key=True, default="")
+    grade_id = Column(String(128), primary_key=True, default="")
+    approved = Column(Boolean(), nullable=False)
+    digest = Column(String(64), nullable=False)  # the submission it was made on
+    reason = Column(Text(), nullable=False, default="")
+    decided_by = Column(String(128), nullable=False, default="")
+    decided_at = Column(DateTime(), nullable=False)
 
 
 def prepare(db_url: str, course_id: str) -> None:
@@ -220,6 +242,7 @@ class GradebookWriter:
             row.seconds = float(result.seconds)
             row.late_penalty = float(result.late_penalty)
             row.late = result.late
+            row.digest = result.digest
             row.graded_at = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
         self._transaction(body)
@@ -229,6 +252,7 @@ def read_results(db_url: str, course_id: str, assignment: str) -> list[StoredGra
     """Status, score and per-part scores of every student known for the assignment."""
     rows = []
     with Gradebook(db_url, course_id) as gb:
+        decisions = _decisions(gb.db, course_id, assignment)
         statuses = {
             r.student_id: r
             for r in gb.db.query(GradeStatus).filter_by(course_id=course_id, assignment=assignment)
@@ -259,6 +283,103 @@ def read_results(db_url: str, course_id: str, assignment: str) -> list[StoredGra
                     parts=parts,
                     late_penalty=row.late_penalty or 0.0,
                     late=row.late or "",
+                    digest=row.digest or "",
+                    decisions=decisions.get(student, []),
                 )
             )
     return rows
+
+
+def _decisions(db: Any, course_id: str, assignment: str) -> dict[str, list[Decision]]:
+    """student -> the decisions recorded for the assignment, oldest first."""
+    found: dict[str, list[Decision]] = {}
+    query = db.query(ReviewDecision).filter_by(course_id=course_id, assignment=assignment)
+    for d in query.order_by(ReviewDecision.decided_at):
+        found.setdefault(d.student_id, []).append(
+            Decision(
+                d.notebook,
+                d.grade_id,
+                bool(d.approved),
+                d.digest,
+                d.reason,
+                d.decided_by,
+                d.decided_at.isoformat(timespec="seconds"),
+            )
+        )
+    return found
+
+
+def record_decision(
+    db_url: str,
+    course_id: str,
+    assignment: str,
+    student: str,
+    decision: Decision,
+) -> StoredGrade:
+    """Record an instructor's decision on a submission held for review, bound to the digest
+    of the submission graded now; returns the student's grade with it. Raises ValueError
+    when there is nothing to decide (no such grade, a status that is not held, a part the
+    submission does not have)."""
+    prepare(db_url, course_id)  # the decisions' table in a gradebook made before it existed
+    grades = {g.student_id: g for g in read_results(db_url, course_id, assignment)}
+    grade = grades.get(student)
+    if grade is None:
+        raise ValueError(f"{student} has no grade for {assignment} in the gradebook {db_url}")
+    if not grade.withheld:
+        raise ValueError(
+            f"{student}'s {assignment} has the status {grade.status}: no points are withheld"
+        )
+    if not grade.digest:
+        raise ValueError(
+            f"{student}'s {assignment} was graded before decisions were recorded: grade it "
+            "again, then decide"
+        )
+    part = (decision.notebook, decision.grade_id)
+    if part != ("", "") and part not in grade.parts:
+        known = ", ".join(f"{nb}/{gid}" for nb, gid in grade.parts)
+        raise ValueError(f"{assignment} has no part {'/'.join(part)} (parts: {known})")
+    decision = dataclasses.replace(decision, digest=grade.digest)
+    at = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    engine = create_engine(db_url, future=True)
+    try:
+        with Session(engine) as db, db.begin():
+            db.merge(
+                ReviewDecision(
+                    course_id=course_id,
+                    assignment=assignment,
+                    student_id=student,
+                    notebook=decision.notebook,
+                    grade_id=decision.grade_id,
+                    approved=decision.approved,
+                    digest=decision.digest,
+                    reason=decision.reason,
+                    decided_by=decision.by,
+                    decided_at=at,
+                )
+            )
+    finally:
+        engine.dispose()
+    return next(g for g in read_results(db_url, course_id, assignment) if g.student_id == student)
+
+
+def submission_digest(folder: str, notebooks: list[str]) -> str:
+    """sha256 of the submission as the grader reads it: each notebook's name and bytes (a
+    missing notebook or one that is not a regular file counts as such, never followed)."""
+    digest = hashlib.sha256()
+    for name in sorted(notebooks):
+        digest.update(f"{name}.ipynb\0".encode())
+        try:
+            fd = os.open(
+                os.path.join(folder, f"{name}.ipynb"), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+            )
+        except OSError as error:
+            digest.update(f"absent: {error.errno}\0".encode())
+            continue
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                digest.update(b"not a regular file\0")
+                continue
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()

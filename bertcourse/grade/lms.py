@@ -78,6 +78,7 @@ CANVAS_RESERVED = (
     "Root Account",
 )
 MOODLE_IDENTITY = {"username": "Username", "email": "Email address", "id_number": "ID number"}
+REVIEWED = ("approved", "rejected", "approved in part")  # the CSV's review column, decided
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -93,6 +94,12 @@ class GradeRow:
     status: str = Status.GRADED.value
     late_penalty: float = 0.0  # points taken off by the late policy
     late_explanation: str = ""
+    review: str = ""  # an instructor's decision on a held submission (the CSV's review column)
+
+    @property
+    def reviewed(self) -> bool:
+        """Has an instructor decided every part of a submission held for review?"""
+        return self.review in REVIEWED
 
     @property
     def final_score(self) -> float | None:
@@ -106,8 +113,9 @@ class GradeRow:
 
     @property
     def comment(self) -> str:
-        """One line for the platform's feedback column: the status, then the late verdict."""
-        return "; ".join(x for x in (self.status, self.late_explanation) if x)
+        """One line for the platform's feedback column: the status, the review, then the
+        late verdict."""
+        return "; ".join(x for x in (self.status, self.review, self.late_explanation) if x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +142,8 @@ class ExportSummary:
     path: str
     students: int  # student rows written
     assignments: list[str]
-    held: list[GradeRow]  # rows left out (status in `hold`, or no score)
+    held: list[GradeRow]  # rows left out: no score (withheld for review), or a status in
+    # `hold` that no instructor's decision has released
 
 
 def load_roster(path: str | Path) -> dict[str, RosterEntry]:
@@ -167,8 +176,9 @@ def load_roster(path: str | Path) -> dict[str, RosterEntry]:
 
 def grade_row(row: Mapping[str, str]) -> GradeRow:
     """One row of the grades CSV (`report.csv_rows`, or the file read back) as a `GradeRow`:
-    student_id, assignment, status, score, max_score; if present, late_penalty and late, the
-    late policy's points and explanation; other columns are ignored. An empty score is None.
+    student_id, assignment, status, score, max_score; if present, review, late_penalty and
+    late (the late policy's points and explanation); other columns are ignored. An empty score
+    (points withheld for review) is None.
     Raises ValueError for a number that does not read."""
     score = float(row["score"]) if row["score"].strip() else None
     return GradeRow(
@@ -179,6 +189,7 @@ def grade_row(row: Mapping[str, str]) -> GradeRow:
         row["status"],
         late_penalty=float(row.get("late_penalty") or 0.0),
         late_explanation=row.get("late") or "",
+        review=row.get("review") or "",
     )
 
 
@@ -382,7 +393,7 @@ def _table(
         seen.add(key)
         if not row.student_id:
             raise ValueError(f"a row of {row.assignment} has an empty student_id")
-        if row.status in hold or row.score is None:
+        if row.score is None or (row.status in hold and not row.reviewed):
             held.append(row)
         else:
             table.setdefault(row.student_id, {})[row.assignment] = row

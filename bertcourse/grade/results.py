@@ -13,6 +13,10 @@ from typing import Any
 from bertcourse.grade.status import Status
 
 COMMENT_LIMIT = 500  # characters of a failure kept as the answer cell's auto comment
+# statuses whose points a person releases: the gradebook keeps them, every export withholds
+# them until an instructor approves (`python -m bertcourse.grade approve`)
+WITHHELD_STATUSES = (Status.NEEDS_REVIEW.value, Status.TAMPERED.value)
+AWAITING_REVIEW = "awaiting review"  # the CSV's review column while a part is undecided
 
 
 def part_comment(outcome: str, message: str) -> str | None:
@@ -71,6 +75,12 @@ class SubmissionResult:
     submitted: bool = False
     late_penalty: float = 0.0  # points taken by the late policy (0 without one)
     late: str = ""  # the late policy's one-line explanation
+    digest: str = ""  # sha256 of the submitted notebooks' bytes (`gradebook.submission_digest`)
+
+    @property
+    def withheld(self) -> bool:
+        """Are the points held until an instructor approves them?"""
+        return self.status.value in WITHHELD_STATUSES
 
     @property
     def score(self) -> float:
@@ -93,6 +103,20 @@ class SubmissionResult:
         return dataclasses.replace(self, notebooks=notebooks)
 
 
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """An instructor's decision on a submission held for review: approve releases the points
+    the grader computed, reject gives the part 0. It holds for the bytes it was made on."""
+
+    notebook: str  # with grade_id, the part; both "" for every part of the submission
+    grade_id: str
+    approved: bool
+    digest: str  # the submission's digest when it was made
+    reason: str = ""
+    by: str = ""
+    at: str = ""
+
+
 @dataclasses.dataclass
 class StoredGrade:
     """One student's grade as the gradebook holds it (what the CSV and the plot are made from)."""
@@ -105,7 +129,23 @@ class StoredGrade:
     parts: dict[tuple[str, str], float | None]  # (notebook, grade id) -> score
     late_penalty: float = 0.0
     late: str = ""
+    digest: str = ""  # the graded submission's digest
+    decisions: list[Decision] = dataclasses.field(default_factory=list)
 
     @property
     def final_score(self) -> float:
         return final_score(self.score, self.late_penalty)
+
+    @property
+    def withheld(self) -> bool:
+        return self.status in WITHHELD_STATUSES
+
+    def decision(self, notebook: str, grade_id: str) -> Decision | None:
+        """The decision that holds for one part of the submission graded now: the part's
+        own, else the whole submission's; a decision made on other bytes holds for nothing."""
+        current = [d for d in self.decisions if self.digest and d.digest == self.digest]
+        for key in ((notebook, grade_id), ("", "")):
+            found = [d for d in current if (d.notebook, d.grade_id) == key]
+            if found:
+                return found[-1]
+        return None

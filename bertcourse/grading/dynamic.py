@@ -88,8 +88,11 @@ PLAIN_MEMBERS: dict[str, frozenset[str]] = {
     "sys": frozenset(
         "stdout stderr maxsize float_info version_info version platform byteorder".split()
     ),
+    # files and folders (the jail is their wall), never processes, signals or descriptors
     "os": frozenset(
-        "path sep linesep curdir pardir getcwd listdir getenv cpu_count fspath makedirs".split()
+        "path sep linesep curdir pardir getcwd listdir getenv cpu_count fspath makedirs "
+        "mkdir remove unlink rename replace rmdir removedirs stat lstat walk scandir "
+        "getpid _exit".split()
     ),
 }
 PLAIN_MEMBERS["posix"] = PLAIN_MEMBERS["os"]  # where os's functions are defined
@@ -176,13 +179,13 @@ def step_reason(owner: Any, attr: str, dotted: str) -> str | None:
     """Why `owner.attr` (`owner` spelled `dotted`) leaves the public surface before it is
     even looked up: a dunder, a private name, a member of `sys` / `os` outside their plain
     helpers."""
+    plain = PLAIN_MEMBERS.get(getattr(owner, "__name__", "")) if is_module(owner) else None
+    if plain is not None:
+        return None if attr in plain else f"uses {dotted}.{attr}: it {INSIDES}"
     if dunder_reason(attr):
         return f"uses {dotted}.{attr}: it {INSIDES}"
     if attr.startswith("_"):
         return f"uses {dotted}.{attr}, a private name: it {INSIDES}"
-    plain = PLAIN_MEMBERS.get(getattr(owner, "__name__", "")) if is_module(owner) else None
-    if plain is not None and attr not in plain:
-        return f"uses {dotted}.{attr}: it {INSIDES}"
     return None
 
 

@@ -398,7 +398,8 @@ class StudentCode:
                 if why:
                     found.append(why)
                 elif load and dynamic.is_module(obj) and not _is_alias_value(node, unit):
-                    found.append(f"uses the module {obj.__name__} as a value")
+                    if not (_constant_attribute_call(getattr(parent, "func", None), parent)):
+                        found.append(f"uses the module {obj.__name__} as a value")
         return found
 
     def _dynamic_write(self, node: ast.Attribute | ast.Subscript, scopes: tuple) -> list[str]:
@@ -730,10 +731,12 @@ def _walk(obj: Any, attrs: list[str], dotted: str) -> tuple[str | None, Any]:
     return None, obj
 
 
-def _constant_attribute_call(node: ast.Name, parent: ast.AST | None) -> bool:
+def _constant_attribute_call(node: ast.AST | None, parent: ast.AST | None) -> bool:
     """`hasattr(x, "name")`: called directly, with a constant name."""
     return (
-        isinstance(parent, ast.Call)
+        isinstance(node, ast.Name)
+        and node.id in ("hasattr", "getattr")
+        and isinstance(parent, ast.Call)
         and parent.func is node
         and len(parent.args) >= 2
         and isinstance(parent.args[1], ast.Constant)
@@ -989,12 +992,13 @@ def _import_object(dotted: str) -> Any:
     top = dotted.split(".")[0]
     if top not in sys.modules and top not in IMPORTABLE:
         return None
-    if "." not in dotted:
+    found = _resolve(dotted) if "." in dotted else None
+    if found is None:  # a module (or a submodule not imported yet)
         try:
             return importlib.import_module(dotted)
         except Exception:
             return None
-    return _resolve(dotted)
+    return found
 
 
 IMPORTABLE = {
