@@ -473,14 +473,14 @@ CASES: list[Case] = [
         "ignores_interrupt",
         "an endless loop that ignores SIGINT (kernel killed)",
         lambda nb, ctx: prepend(nb, "softmax", IGNORE_INTERRUPT),
-        "timed_out",
+        "needs_review",  # dynamic (issue 36): signal: handlers run code at any point
         ("softmax", "count"),
     ),
     Case(
         "endless_thread",
         "a thread, a child and a daemon that never end",
         lambda nb, ctx: insert_after(nb, "count_tests", ENDLESS),
-        "graded",
+        "needs_review",  # dynamic (issue 36): threads and processes
     ),
     Case(
         "fork_bomb",
@@ -523,7 +523,7 @@ CASES: list[Case] = [
         "memory_children",
         "four children of 450 MiB each",
         lambda nb, ctx: prepend(nb, "count", MEMORY_CHILDREN),
-        "memory_exceeded",
+        "needs_review",  # dynamic (issue 36): processes
         ("count",),
     ),
     Case(
@@ -543,14 +543,14 @@ CASES: list[Case] = [
         "reads_secrets",
         "reads solutions, gradebook, hidden tests on disk, other kernels",
         lambda nb, ctx: answer(nb, "count", _secrets_payload(ctx)),
-        "graded",
+        "needs_review",  # dynamic (issue 36): a socket
         ("count",),
     ),
     Case(
         "network",
         "connects out (answer right only if it can)",
         lambda nb, ctx: answer(nb, "count", NETWORK),
-        "graded",
+        "needs_review",  # dynamic (issue 36): a socket
         ("count",),
     ),
     Case(
@@ -1280,14 +1280,14 @@ CASES += [
         "unix_sockets",
         "connects to every socket under /run",
         _answer("count", UNIX_SOCKETS),
-        "graded",
+        "needs_review",  # dynamic (issue 36): sockets
         ("count",),
     ),
     Case(
         "local_service",
         "asks a service listening on a Unix socket outside the course (and reads its file)",
         lambda nb, ctx: answer(nb, "count", _local_service(ctx)),
-        "graded",
+        "needs_review",  # dynamic (issue 36): a socket
         ("count",),
     ),
     Case(
@@ -1432,7 +1432,7 @@ CASES += [
             "softmax",
             "listing = !echo hi\n" + _softmax_using("", "return torch.softmax(x, dim=-1)"),
         ),
-        "graded",
+        "needs_review",  # dynamic (issue 36): a shell escape starts a process
         ("softmax",),
     ),
     Case(
@@ -1473,6 +1473,109 @@ CASES += [
     ),
     Case("deep_json", "JSON nested 200,000 deep", _deep_json, "invalid_notebook"),
     Case("many_cells", "200,000 empty cells", _many_cells, "invalid_notebook"),
+]
+
+
+# --- issue 36: rebindings the rules did not see, evaluators and modules in the allow-list (dyn_)
+# Each rebinds the graded softmax (or a building block it calls) to torch's private
+# torch._softmax, which the kernel's stubs do not replace: before issue 36 each scored full
+# marks (dyn_exec_scratch: needs_review, but its points reached the CSV). Now each is dynamic
+# (bertcourse.grading.dynamic): the submission needs review and its points are withheld; where
+# the rebinding is code the graded function reaches, the call itself earns nothing.
+
+DYN_PRIVATE = "lambda x: torch._softmax(x, -1, False)"
+DYN_CAPTURE_THREAD = f"""
+%%capture
+import threading
+def _rebind():
+    global softmax
+    softmax = {DYN_PRIVATE}
+_t = threading.Thread(target=_rebind)
+_t.start()
+_t.join()
+"""
+DYN_CLASS_GLOBAL = f"class _Setup:\n    global softmax\n    softmax = {DYN_PRIVATE}\n"
+DYN_RAD2DEG = "def softmax(x):\n    return torch.rad2deg(x)\n"
+DYN_TYPE_HINTS = """
+import typing
+def _h(f: "torch._softmax"):
+    pass
+def softmax(x):
+    return typing.get_type_hints(_h)["f"](x, -1, False)
+"""
+DYN_TYPING_SYS = """
+import typing
+def softmax(x):
+    s = typing.sys
+    return s.modules["torch"]._softmax(x, -1, False)
+"""
+
+
+def _after_wrong_softmax(source: str):
+    return lambda nb, ctx: insert_after(wrong(nb, "softmax"), "softmax", source)
+
+
+CASES += [
+    Case(
+        "dyn_capture_thread",
+        "a %%capture cell rebinds softmax to torch's private softmax in a thread",
+        _after_wrong_softmax(DYN_CAPTURE_THREAD),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "dyn_class_global",
+        "global softmax in a class body, bound to torch's private softmax",
+        _after_wrong_softmax(DYN_CLASS_GLOBAL),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "dyn_main_setattr",
+        "__main__.__setattr__ rebinds softmax (points kept for review, withheld)",
+        _after_wrong_softmax(f"import __main__\n__main__.__setattr__('softmax', {DYN_PRIVATE})"),
+        "needs_review",
+    ),
+    Case(
+        "dyn_torch_setattr",
+        "torch.__setattr__ turns the allowed torch.rad2deg into a softmax",
+        lambda nb, ctx: insert_after(
+            answer(nb, "softmax", DYN_RAD2DEG),
+            "setup",
+            f"torch.__setattr__('rad2deg', {DYN_PRIVATE})",
+        ),
+        "needs_review",
+    ),
+    Case(
+        "dyn_map_setattr",
+        "map(setattr, [torch], ...) turns the allowed torch.rad2deg into a softmax",
+        lambda nb, ctx: insert_after(
+            answer(nb, "softmax", DYN_RAD2DEG),
+            "setup",
+            f"list(map(setattr, [torch], ['rad2deg'], [{DYN_PRIVATE}]))",
+        ),
+        "needs_review",
+    ),
+    Case(
+        "dyn_exec_scratch",
+        "exec in a scratch cell rebinds softmax (points kept for review, withheld)",
+        _after_wrong_softmax(f"exec('softmax = {DYN_PRIVATE}')"),
+        "needs_review",
+    ),
+    Case(
+        "dyn_type_hints",
+        "typing.get_type_hints evaluates a string annotation into torch's private softmax",
+        _answer("softmax", DYN_TYPE_HINTS),
+        "needs_review",
+        ("softmax",),
+    ),
+    Case(
+        "dyn_typing_sys",
+        "typing.sys, kept in a local, reaches sys.modules",
+        _answer("softmax", DYN_TYPING_SYS),
+        "needs_review",
+        ("softmax",),
+    ),
 ]
 
 # --- issue 36: isolation, the calls' channel, time, statuses from facts (iso_) ---------------
