@@ -6,8 +6,8 @@ can reach to the object it denotes; the object must be one of these building blo
 the learner's own functions and classes, or a name the instructor's set-up cell imports.
 Anything else (a private helper, `torch.ops.aten`, `torch._decomp`, a registry, another
 module's re-export, forward-mode autodiff, a module passed around as a value, a name the
-analysis cannot resolve) gives the submission `needs_review`, and the call scores nothing
-until a person has looked: evading the list costs a review, never earns points.
+analysis cannot resolve) gives the submission `needs_review`, and the call scores nothing:
+evading the list costs a review, never earns points.
 
 `BASE` holds what every such part allows: tensor arithmetic, reductions, shapes, creation,
 comparison and indexing, `math`, the plain builtins. `EXTRA` adds, per group of `FORBIDDEN`
@@ -16,8 +16,9 @@ comparison and indexing, `math`, the plain builtins. `EXTRA` adds, per group of 
 forbidden names themselves always win over the list.
 
 Entries are dotted paths; `torch.Tensor.<name>` allows a tensor method (also when it is
-called on a value, `x.softmax(-1)`); `<module>.*` allows every public attribute of a module
-whose contents are all plain helpers (`math.*`).
+called on a value, `x.softmax(-1)`); `<module>.*` allows a module's public callables, never a
+module nor a dynamic object (`grading.dynamic`): `typing.*` hands out `typing.cast`, not
+`typing.sys` nor the evaluator `typing.get_type_hints`.
 """
 
 from __future__ import annotations

@@ -10,9 +10,14 @@ lines become Python); a cell that still does not parse is reported, never skippe
   audit hooks, torch function and dispatch modes, IPython's hooks and transformers, the
   grading package, assignments into imported modules (`torch.allclose = ...`). Any of them
   gives the submission the status `tampered`.
-- `dynamic()` lists the dynamic accesses that could hide a call from this analysis (`getattr`
-  / `setattr` with a computed name, `eval` / `exec` / `compile`, `importlib`, `__import__`,
-  `globals()` / `vars()` / `locals()`) and the cells that do not parse: status `needs_review`.
+- `dynamic()` lists every dynamic place of every cell (module level, class and function
+  bodies, and the bodies of magics such as `%%capture`, parsed as code), as
+  `bertcourse.grading.dynamic` defines it once: each name and attribute chain is resolved to
+  the objects it denotes and judged at every step (strings run as code, evaluators, writes
+  into library objects, the import machinery, threads and processes, sockets, native code,
+  the dispatcher's escape hatches, dunders, private names, re-exported modules, modules used
+  as values); what cannot be resolved counts too, and so does a cell that does not parse:
+  status `needs_review`, whose points are withheld until an instructor approves them.
 - `violations(fn, forbidden, args, kwargs)`, before each call of the learner's function `fn`.
   Everything that can give the code of `fn` a value is read (`reachable`): its definition and,
   transitively, those of every global it names under Python's scoping, whatever the binding
