@@ -486,7 +486,10 @@ CASES: list[Case] = [
         "fork_bomb",
         "forks until the process cap (or the memory limit, or the time limit) stops it",
         lambda nb, ctx: insert_after(nb, "scale_tests", FORK_BOMB),
-        "graded",
+        # its children are alive during the later parts' calls (read from the host): those
+        # calls earn nothing and a person reviews the submission (issue 36)
+        "needs_review",
+        ("softmax", "count"),
         # each child of a kernel that holds torch dirties pages of its own: on some machines the
         # 1 GiB memory limit stops the forks before the process cap does (CI, 2026-11-26, with
         # Debian's Python); on a loaded machine the 255 forks take longer than the toy course's
@@ -1580,8 +1583,9 @@ CASES += [
 
 # --- issue 36: isolation, the calls' channel, time, statuses from facts (iso_) ---------------
 # Each case is the learner's process against the runtime side of the grader: what the referee
-# reads from the host (threads and processes beside the kernel, the calls' socket's peers), what
-# the kernel's reply must carry (the operator trace's record), and one clock per submission.
+# reads from the host (threads and processes beside the kernel, the calls' socket's peers), one
+# clock per submission, statuses from facts. (The operator trace's record, the relay and the
+# disabled dispatch need a part with traced operators: tests/test_grade_isolation.py.)
 
 ISO_MEMORY_TEXT = """
 raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GiB")
@@ -1608,30 +1612,6 @@ def _rogue():
         finally:
             conn.close()
 threading.Thread(target=_rogue, daemon=True).start()
-"""
-# torch.softmax bound from a class body (the static rules of issue 35 missed it): only the
-# operator trace sees it
-ISO_HIDDEN_SOFTMAX = """
-class _K:
-    global _sm
-    _sm = torch.softmax
-
-def softmax(x):
-    return _sm(x, dim=-1)
-"""
-# a relay on socket.socket empties the reply's list of forbidden operators (same length)
-ISO_RELAY = """
-import re, socket
-_send = socket.socket.sendall
-def _relay(self, data, *args):
-    if isinstance(data, (bytes, bytearray)):
-        data = re.sub(rb'\\["the ATen operator [^"]*"\\]', lambda m: b"[]" + b" " * (len(m.group(0)) - 2), bytes(data))
-    return _send(self, data, *args)
-type.__setattr__(socket.socket, "sendall", _relay)
-"""
-ISO_NO_DISPATCH = """
-_quiet = torch._C._DisableTorchDispatch()
-_quiet.__enter__()
 """
 # IPython's transformer re-tokenizes the whole cell once per shell escape
 ISO_ESCAPES = "!echo hi\n" * 200 + "a = 1\n" * 133_000
@@ -1661,26 +1641,10 @@ CASES += [
     ),
     Case(
         "iso_rogue_server",
-        "wrong answers; a thread connects to the calls' socket first and answers the calls",
-        _with_cell(ISO_ROGUE_SERVER, "scale", "softmax", "count"),
+        "honest answers; a thread connects to the calls' socket first and answers the calls",
+        _with_cell(ISO_ROGUE_SERVER),
         "tampered",  # it imports the grader's own modules
         ("scale", "softmax", "count"),
-    ),
-    Case(
-        "iso_relay",
-        "torch.softmax hidden from the rules, a relay that empties the reply's forbidden list",
-        lambda nb, ctx: insert_after(answer(nb, "softmax", ISO_HIDDEN_SOFTMAX), "setup", ISO_RELAY),
-        "needs_review",
-        ("softmax",),
-    ),
-    Case(
-        "iso_disabled_dispatch",
-        "torch.softmax hidden from the rules, the dispatcher's Python key left disabled",
-        lambda nb, ctx: insert_after(
-            answer(nb, "softmax", ISO_HIDDEN_SOFTMAX), "setup", ISO_NO_DISPATCH
-        ),
-        "needs_review",
-        ("softmax",),
     ),
     Case(
         "iso_escapes",
