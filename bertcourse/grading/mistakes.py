@@ -153,6 +153,7 @@ def _adam_step(
     eps_inside=False,
     abs_grad=False,
     correct_m=True,
+    correct_v=True,
 ):
     """One Adam(W) step, or one of its mistakes (each flag changes one thing)."""
     b1, b2 = betas
@@ -162,7 +163,7 @@ def _adam_step(
     v = b2 * v + (1 - b2) * (grad.abs() if abs_grad else grad * grad)
     tc = t if correction_t is None else correction_t
     m_hat = m / (1 - b1**tc) if tc and correct_m else m
-    v_hat = v / (1 - b2**tc) if tc else v
+    v_hat = v / (1 - b2**tc) if tc and correct_v else v
     denominator = (v_hat + eps).sqrt() if eps_inside else v_hat.sqrt() + eps
     new = param - lr * m_hat / denominator
     if weight_decay and not l2:
@@ -365,6 +366,13 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "v by 1 - beta2^t",
             "chapter 6, 'What bias correction does'",
             lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correct_m=False, **h),
+        ),
+        Mistake(
+            "bias correction of m only (v used as it is)",
+            "both moments start at 0 and both are divided by 1 - beta^t: m by 1 - beta1^t, "
+            "v by 1 - beta2^t",
+            "chapter 6, 'What bias correction does'",
+            lambda p, g, m, v, t, **h: _adam_step(p, g, m, v, t, correct_v=False, **h),
         ),
     ],
     "warmup_linear": [

@@ -408,6 +408,7 @@ def train_with_schedule(model, batches, *, lr, warmup_steps, total_steps):
 
 # %% wrong adam: only m bias-corrected (v used as it is)
 # split: eval
+# names: bias correction of m only
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
@@ -429,6 +430,7 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 # %% wrong adam: m corrected, v not: the step size formula with sqrt(1 - b2^t) dropped
 # split: eval
+# names: bias correction of m only
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
     m = m * beta1 + grad * (1 - beta1)
@@ -439,9 +441,33 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 
 # %% wrong adam: the first moment corrected, the second left biased
 # split: eval
+# names: bias correction of m only
 def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
     m = beta1 * m + (1 - beta1) * grad
     v = beta2 * v + (1 - beta2) * grad * grad
     update = (m / (1 - beta1**t)) / (torch.sqrt(v) + eps)
     return param - lr * update, m, v
+
+
+# %% wrong adam: bias correction applied to m, v left uncorrected (sqrt(v) as it is)
+# split: eval
+# names: bias correction of m only
+def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+    b1, b2 = betas
+    m = b1 * m + (1 - b1) * grad
+    v = b2 * v + (1 - b2) * grad.square()
+    m_hat = m / (1 - b1**t)
+    return param - lr * m_hat / (v.sqrt() + eps), m, v
+
+
+# %% wrong adam: corrects the momentum but forgets the second moment's correction
+# split: dev
+# names: bias correction of m only
+def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+    beta1, beta2 = betas
+    new_m = beta1 * m + (1.0 - beta1) * grad
+    new_v = beta2 * v + (1.0 - beta2) * grad * grad
+    corrected = new_m / (1.0 - beta1 ** t)
+    new_param = param - lr * corrected / (torch.sqrt(new_v) + eps)
+    return new_param, new_m, new_v

@@ -573,6 +573,7 @@ def encoder_layer(layer, hidden_states, bias=None):
 
 # %% wrong embed: the token type embeddings left out (words and positions only)
 # split: eval
+# names: no token type (segment) embeddings
 def embed(embeddings, input_ids, token_type_ids):
     positions = torch.arange(input_ids.shape[1])
     x = embeddings.word_embeddings(input_ids) + embeddings.position_embeddings(positions)
@@ -581,6 +582,7 @@ def embed(embeddings, input_ids, token_type_ids):
 
 # %% wrong embed: segment embeddings forgotten, position ids expanded to the batch
 # split: eval
+# names: no token type (segment) embeddings
 def embed(embeddings, input_ids, token_type_ids):
     B, L = input_ids.shape
     position_ids = torch.arange(L, device=input_ids.device).unsqueeze(0).expand(B, L)
@@ -592,8 +594,80 @@ def embed(embeddings, input_ids, token_type_ids):
 
 # %% wrong embed: word and position embeddings summed, token_type_ids unused
 # split: eval
+# names: no token type (segment) embeddings
 def embed(embeddings, input_ids, token_type_ids):
     L = input_ids.size(1)
     words = embeddings.word_embeddings(input_ids)
     pos = embeddings.position_embeddings(torch.arange(L))[None]
     return embeddings.dropout(embeddings.layer_norm(words + pos))
+
+
+# %% wrong embed: token_type_ids ignored: the sum of the word and position tables only
+# split: dev
+# names: no token type (segment) embeddings
+def embed(embeddings, input_ids, token_type_ids):
+    seq_len = input_ids.size(-1)
+    pos_ids = torch.arange(seq_len, dtype=torch.long)
+    h = embeddings.word_embeddings(input_ids) + embeddings.position_embeddings(pos_ids)
+    h = embeddings.layer_norm(h)
+    return embeddings.dropout(h)
+
+
+# %% wrong embed: a single-sentence view of BERT: no segment embedding added
+# split: dev
+# names: no token type (segment) embeddings
+def embed(embeddings, input_ids, token_type_ids):
+    words = embeddings.word_embeddings(input_ids)
+    positions = embeddings.position_embeddings.weight[: input_ids.shape[1]]
+    return embeddings.dropout(embeddings.layer_norm(words + positions))
+
+
+# %% wrong mlm_head: the transform's LayerNorm left out (dense and GELU only)
+# split: dev
+# names: the transform without its LayerNorm
+def mlm_head(head, hidden_states):
+    x = F.gelu(head.transform.dense(hidden_states))
+    return x @ head.decoder.weight.T + head.bias
+
+
+# %% wrong mlm_head: dense, GELU, then straight to the decoder: no layer_norm
+# split: dev
+# names: the transform without its LayerNorm
+def mlm_head(head, hidden_states):
+    t = head.transform
+    h = F.gelu(t.dense(hidden_states), approximate="none")
+    return torch.matmul(h, head.decoder.weight.transpose(0, 1)) + head.bias
+
+
+# %% wrong mlm_head: forgets the normalisation between the GELU and the decoder
+# split: eval
+# names: the transform without its LayerNorm
+def mlm_head(head, hidden_states):
+    hidden = head.transform.dense(hidden_states)
+    hidden = F.gelu(hidden)
+    logits = F.linear(hidden, head.decoder.weight, head.bias)
+    return logits
+
+
+# %% wrong nsp: tanh of the [CLS] vector without the pooler's dense layer
+# split: dev
+# names: the pooler's dense layer skipped
+def nsp_logits(model, sequence_output):
+    return model.cls.seq_relationship(torch.tanh(sequence_output[:, 0]))
+
+
+# %% wrong nsp: the [CLS] vector straight into the classifier (no pooler at all)
+# split: dev
+# names: no pooler: h_[CLS] straight into the classifier
+def nsp_logits(model, sequence_output):
+    cls = sequence_output[:, 0, :]
+    return model.cls.seq_relationship(cls)
+
+
+# %% wrong nsp: pooler dense skipped: tanh(h_cls) fed to seq_relationship
+# split: dev
+# names: the pooler's dense layer skipped
+def nsp_logits(model, sequence_output):
+    h_cls = sequence_output[:, 0]
+    pooled = h_cls.tanh()
+    return pooled @ model.cls.seq_relationship.weight.T + model.cls.seq_relationship.bias

@@ -22,25 +22,31 @@ STAGES = HEAD
 PARAMETERS = "chapter 7, 'Where the parameters are'"
 
 
-def _head(head, hidden_states, act="erf", transform=True, bias=True, eps=None):
+def _head(head, hidden_states, act="erf", transform=True, bias=True, eps=None, norm=True):
     t = head.transform
     x = hidden_states
     if transform:
         x = F.gelu(t.dense(x), approximate="tanh" if act == "tanh" else "none")
         ln = t.layer_norm
-        x = F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps if eps is None else eps)
+        if norm:
+            eps = ln.eps if eps is None else eps
+            x = F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, eps)
     out = x @ head.decoder.weight.T
     return out + head.bias if bias else out
 
 
-def _embed(embeddings, input_ids, token_type_ids, *, positions=True, first=0, norm_early=False):
+def _embed(
+    embeddings, input_ids, token_type_ids, *, positions=True, first=0, norm_early=False, types=True
+):
     """The input embeddings; `first`: the first position's index; `norm_early`: LayerNorm
-    before the token types are added."""
+    before the token types are added; `types`: whether they are added at all."""
     table = embeddings.position_embeddings
     length = input_ids.shape[1]
     x = embeddings.word_embeddings(input_ids)
     if positions:
         x = x + table(torch.arange(first, first + length).clamp(max=table.num_embeddings - 1))
+    if not types:
+        return embeddings.dropout(embeddings.layer_norm(x))
     types = embeddings.token_type_embeddings(token_type_ids)
     if norm_early:
         return embeddings.dropout(embeddings.layer_norm(x) + types)
@@ -73,8 +79,9 @@ def _layer(
     return out.layer_norm(residual + out.dropout(out.dense(inner)))
 
 
-def _nsp(model, sequence_output, pick=lambda x: x[:, 0], tanh=True):
-    pooled = model.bert.pooler.dense(pick(sequence_output))
+def _nsp(model, sequence_output, pick=lambda x: x[:, 0], tanh=True, dense=True):
+    pooled = pick(sequence_output)
+    pooled = model.bert.pooler.dense(pooled) if dense else pooled
     return model.cls.seq_relationship(torch.tanh(pooled) if tanh else pooled)
 
 
@@ -142,6 +149,12 @@ CATALOGUE: dict[str, list[Mistake]] = {
             STAGES,
             lambda e, ids, types: _embed(e, ids, types, norm_early=True),
         ),
+        Mistake(
+            "no token type (segment) embeddings",
+            "BERT adds a third vector, E_type[token_type_ids], that tells segment A from B",
+            STAGES,
+            lambda e, ids, types: _embed(e, ids, types, types=False),
+        ),
     ],
     "layer": [
         Mistake(
@@ -199,6 +212,13 @@ CATALOGUE: dict[str, list[Mistake]] = {
             lambda head, h: _head(head, h, bias=False),
         ),
         Mistake(
+            "the transform without its LayerNorm",
+            "the transform is dense, GELU, then LayerNorm (head.transform.layer_norm), before "
+            "the decoder",
+            HEAD,
+            lambda head, h: _head(head, h, norm=False),
+        ),
+        Mistake(
             "a fixed LayerNorm eps, not the module's",
             "read the module's eps (head.transform.layer_norm.eps, from config.layer_norm_eps); "
             "a written-in 1e-12 or 1e-5 is wrong for a model configured otherwise",
@@ -226,6 +246,18 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "the pooled vector is tanh(h_[CLS] W_P + b_P)",
             STAGES,
             lambda model, seq: _nsp(model, seq, tanh=False),
+        ),
+        Mistake(
+            "the pooler's dense layer skipped (tanh of h_[CLS])",
+            "the pooler is a dense layer, then tanh: tanh(h_[CLS] W_P + b_P)",
+            STAGES,
+            lambda model, seq: _nsp(model, seq, dense=False),
+        ),
+        Mistake(
+            "no pooler: h_[CLS] straight into the classifier",
+            "the NSP classifier reads the pooled vector tanh(h_[CLS] W_P + b_P), not h_[CLS]",
+            STAGES,
+            lambda model, seq: _nsp(model, seq, dense=False, tanh=False),
         ),
     ],
     "count": [
