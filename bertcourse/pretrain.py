@@ -55,9 +55,9 @@ share of the training time spent instead of on steps (:class:`TimeBudget`,
 :class:`bertcourse.optim.FractionLR`): warm-up over the first 10% of the training time, linear
 decay to 0 at its end, whatever the machine's speed or its changes. The M minutes count from the
 process's start (the command line) and hold the set-up, the training and the end (the final
-evaluation, timed on two of its batches at the start, the checkpoint and the figures, reserved;
-no evaluation at step 0); the loop stops when
-its next step would end past its share. At the end of warm-up it says how many steps the budget
+evaluation, timed on two of its batches at the start, the checkpoint and the figures, each
+timed at the start; no evaluation at step 0); the loop stops when its next step would end more
+than half a step past its share. At the end of warm-up it says how many steps the budget
 will give at the pace measured so far, and warns when they are fewer than
 ``MIN_STEPS_TO_LEARN`` (1,500), naming the minutes that would give that many. The rate of each
 step followed the clock, so such a run is not repeated step for step; ``--steps N`` runs a
@@ -98,6 +98,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -251,9 +252,6 @@ TIMED_EVAL_BATCHES = 2
 FINAL_EVAL_MARGIN = 1.25
 """The final evaluation is reserved this many times the first one's measured time (a busy
 machine's speed drifts by tens of percent within minutes)."""
-PLOT_SECONDS = 3.0
-"""Reserved for drawing and saving the two report figures (matplotlib is imported during the
-set-up, so this is the drawing alone: about 1 s on an idle 2-core machine)."""
 
 
 @dataclass
@@ -296,17 +294,33 @@ def make_time_scheduler(s: Session) -> Any:
     return FractionLR(s.optimizer, progress, schedule=s.cfg.schedule, warmup_share=WARMUP_SHARE)
 
 
+def _rehearse_plots(s: Session, clock: Callable[[], float]) -> float:
+    """Seconds to draw and save the report's figures, measured by drawing them once on a
+    stand-in report of the same shape (on a busy 2-core machine: 10 s, not 1)."""
+    import tempfile
+
+    train_row = {"step": 0, "lr": 0.0, "mlm_loss": 1.0, "nsp_loss": 1.0, "mlm_acc": 0.0, "nsp_acc": 0.5}  # fmt: skip
+    eval_row = {**train_row, "mlm_acc_at_mask": 0.0}
+    stand_in = {"history": {"train": [train_row] * 2, "eval": [eval_row] * 2},
+                "unigram_baseline": s.baseline, "config": {"schedule": s.cfg.schedule}}  # fmt: skip
+    t0 = clock()
+    with tempfile.TemporaryDirectory() as folder:
+        save_plots(stand_in, Path(folder))
+    return clock() - t0
+
+
 def plan_time_budget(
     s: Session, minutes: float, t_start: float, eval_seconds: float, clock: Callable[[], float]
 ) -> TimeBudget:
     """The loop's seconds out of ``minutes`` counted from ``t_start``: what is left after the
     set-up, less the end's reserve (the final evaluation at ``FINAL_EVAL_MARGIN`` times
-    ``eval_seconds``, a checkpoint, timed here by writing the first one, and the figures)."""
+    ``eval_seconds``, a checkpoint, timed here by writing the first one, and the figures,
+    timed by drawing them once on a stand-in report)."""
     t0 = clock()
     s.checkpoint()  # the step-0 checkpoint: also the cost of the final one, measured
     end_seconds = FINAL_EVAL_MARGIN * eval_seconds + (clock() - t0)
-    if s.cfg.plots:
-        end_seconds += PLOT_SECONDS
+    if s.cfg.plots and s.dist.is_main:
+        end_seconds += _rehearse_plots(s, clock)  # a first drawing: slower than the final one
     left = 60.0 * minutes - (clock() - t_start) - end_seconds
     if left <= 0:
         raise ValueError(
@@ -582,7 +596,8 @@ def _train_loop(
 
     A time budget (:class:`TimeBudget`) adds each iteration's seconds to its ``spent`` (one
     figure for all processes), sets the next step's rate from the fraction spent, and stops
-    when the next step, as long as this one, would end past the budget."""
+    when the next step, as long as this one, would end more than half a step past the budget
+    (the training then ends within half a step of its share, early or late)."""
     cfg, state, dist = s.cfg, s.state, s.dist
     total_steps = cfg.steps if cfg.steps is not None else math.inf  # a time budget: no count
     window, t_window = BatchStats(), clock()  # sums since the last log line
@@ -637,7 +652,9 @@ def _train_loop(
                 if not warned and budget.fraction() >= WARMUP_SHARE:
                     _warn_if_too_few(s, budget, state["step"])
                     warned = True
-                over = budget.spent + _same_everywhere(dist, this_step) > budget.seconds
+                # stop when the next step would end more than half a step past the budget:
+                # the training ends within half a step of it, early or late
+                over = budget.spent + 0.5 * _same_everywhere(dist, this_step) > budget.seconds
                 if dist.any(over):
                     result.stop_reason = "time_budget"
                     break
@@ -662,7 +679,7 @@ def _train_loop(
 def _schedule(s: Session, clock: Callable[[], float], t_start: float) -> None:
     """Give ``s`` its learning-rate schedule (and resume it): over ``--steps``, or over the
     time of ``--max-minutes`` (:class:`TimeBudget`), whose plan times the final evaluation on
-    ``TIMED_EVAL_BATCHES`` of its batches (the first, with its warm-up, counts: a margin)."""
+    ``TIMED_EVAL_BATCHES`` of its batches after a first one (allocations, kernel choice)."""
     cfg = s.cfg
     if cfg.steps is not None:
         s.scheduler = make_lr_scheduler(
@@ -676,15 +693,11 @@ def _schedule(s: Session, clock: Callable[[], float], t_start: float) -> None:
         _resume(s, cfg.resume)
         s.scheduler.step()  # the rate at the saved share of the time (idempotent)
         return
-    timed = s.ev_batches[:TIMED_EVAL_BATCHES]
+    evaluate(s.model, s.ev_batches[:1], s.vocab.mask_id, s.dist.device, cfg.bf16)  # warm-up
+    timed = s.ev_batches[1 : 1 + TIMED_EVAL_BATCHES] or s.ev_batches[:1]
     t0 = clock()
     evaluate(s.model, timed, s.vocab.mask_id, s.dist.device, cfg.bf16)
-    eval_seconds = (clock() - t0) * len(s.ev_batches) / max(len(timed), 1)
-    if cfg.plots and s.dist.is_main:  # imported now, so that the set-up's time counts it
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import bertcourse.viz.training  # noqa: F401
+    eval_seconds = (clock() - t0) * len(s.ev_batches) / len(timed)
     s.state["time_budget"] = TimeBudget(
         60.0 * cfg.max_minutes, cfg.max_minutes
     ).as_dict()  # for the step-0 save
@@ -770,3 +783,9 @@ def main(argv: list[str] | None = None) -> dict | None:
 
 if __name__ == "__main__":
     main()
+    # Everything is written and closed; skip the interpreter's teardown of torch and
+    # matplotlib, which took 11 s on a 2-core machine at load 14 (0.5 s idle): part of the
+    # --max-minutes a learner sees.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

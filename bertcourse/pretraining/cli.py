@@ -66,12 +66,14 @@ def _train_parser() -> argparse.ArgumentParser:
         "--mlm-probability",
         dest="mlm_probability",
         type=float,
+        metavar="RATE",
         help=f"share of tokens chosen for prediction in training, in (0, 1) (default "
         f"{d.mlm_probability}; BERT: 0.15)",
     )
     g.add_argument(
         "--mask-split",
         type=_mask_split,
+        metavar="M,S,R",
         help=f"MASK,SAME,RND: what a chosen token shows, shares summing to 1 (default "
         f"{d.mask_split}, BERT's)",
     )
