@@ -397,3 +397,62 @@ def test_the_pool_ends_a_worker_past_its_submissions_clock(tmp_path: Path, monke
     assert took < 120  # the stuck worker would hold the pool 600 s
     rows = {r.student_id: r.status for r in gradebook.read_results(db, "course", "a1")}
     assert rows["stuck"] == "timed_out"
+
+
+# --- a timed-out call: the interrupt cannot outlive the request it was for ------------------
+
+BLOCKS_SIGINT = """
+import signal, sys, time
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # held pending, never handled
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def _pending_signals(pid: int) -> int:
+    """The signals pending on process `pid` (its thread's and the process's), as a bit mask."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
+
+
+@linux
+def test_the_interrupt_is_pending_on_the_kernel_when_it_returns() -> None:
+    """The grader interrupts a kernel past a call's or a cell's limit: when `interrupt_kernel`
+    returns, SIGINT is already pending on the kernel's own process, so it ends the request that
+    runs now and cannot arrive after the next cell started (through the launcher it was
+    forwarded later: issue 36, a re-grade gave another score). The kernel here blocks SIGINT,
+    so the signal stays visible as pending."""
+    import asyncio
+    import signal
+
+    from bertcourse.grade.boundary.execute import JailedKernelManager
+
+    caps = detect()
+    base = tempfile.mkdtemp(prefix="bcg-test-")
+    os.chmod(base, 0o711)
+    jail = KernelJail(caps, Limits(memory_bytes=1 << 30), base, [], 1)
+    kernel = subprocess.Popen(
+        jail.command([sys.executable, "-c", BLOCKS_SIGINT]), stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert kernel.stdout is not None and kernel.stdout.readline().strip() == "ready"
+        pid = jail.kernel_pid()
+        assert pid is not None
+        sigint = 1 << (signal.SIGINT - 1)
+        assert not _pending_signals(pid) & sigint  # the control
+        km = JailedKernelManager(kernel_name="python3", transport="ipc")
+        km.jail = jail
+
+        async def interrupt() -> int:
+            await km.interrupt_kernel()
+            return _pending_signals(pid)  # at once: nothing else may run in between
+
+        assert asyncio.run(interrupt()) & sigint
+    finally:
+        kernel.kill()
+        kernel.wait(30)
+        jail.close()
+        release(caps)
+        shutil.rmtree(base, ignore_errors=True)

@@ -56,7 +56,10 @@ class Status(str, enum.Enum):
 
 _MEANING = {
     Status.GRADED: "every cell ran; the score is what the referee's checks gave",
-    Status.TIMED_OUT: "a cell or a call ran past --cell-timeout, or the notebook past --notebook-timeout",
+    Status.TIMED_OUT: (
+        "a cell or a call ran past --cell-timeout, the notebook past --notebook-timeout, or the "
+        "whole submission (reading to feedback) past its one clock"
+    ),
     Status.CRASHED: "the kernel died (os._exit, a segfault) or the grader failed",
     Status.MEMORY_EXCEEDED: "the kernel reached --memory",
     Status.INVALID_NOTEBOOK: "the file is not a readable notebook, or a link/FIFO/device (score 0)",
@@ -66,7 +69,9 @@ _MEANING = {
     ),
     Status.NEEDS_REVIEW: (
         "the code uses dynamic access (getattr with a computed name, eval, importlib, ...) "
-        "that could hide a forbidden call; parts whose code does score 0 until reviewed"
+        "that could hide a forbidden call, or something ran beside a graded call (a thread or "
+        "process the code started, a second connection to the calls' socket, the operator "
+        "trace off), or its cells could not be read in time; its points wait for a review"
     ),
     Status.MISSING: "no notebook was submitted (score 0)",
 }
