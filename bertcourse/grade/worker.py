@@ -2,7 +2,9 @@
 
 `grade_submission(task)` never raises: whatever goes wrong (a file that is not a notebook, a
 kernel that dies, an error in the grader itself) ends up as the submission's status, so one
-submission cannot stop the batch. The order of events for one student:
+submission cannot stop the batch. Every submission has one clock (`submission_budget`,
+started when the worker takes the task; the pool's parent stops a worker that passes it):
+each phase below stops at it. The order of events for one student:
 
 1. `mark_pending` in the gradebook (old marks cleared, status `pending`);
 2. per notebook: read it (`invalid_notebook`), list tampering, rebuild the graded version,

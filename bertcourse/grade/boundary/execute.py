@@ -8,12 +8,18 @@ kernel start-up, per-cell timeout with interrupt, output handling) with four cha
 - a graded test cell is not sent to the kernel at all: the referee (`referee.Referee`, in this
   process, outside the jail) runs it; the calls of a learner's functions go to the kernel
   within one execute request per test (`remote.serve_calls`), as data (`codec`), each a frame
-  on a Unix socket this process listens on in the kernel's folder, each reply a frame back;
+  on a Unix socket this process listens on in the kernel's folder, each reply a frame back.
+  Only the connection that first sends the token of that request (fresh each time) is served;
+  a connection without it, a second connection, or a thread or process beside the kernel's
+  own at call time (read from the host's /proc) fails the call and sends the submission to a
+  person (`remote.Session.review`);
 - an instructor set-up cell runs in the kernel and in the referee's own namespace;
 - output is capped per cell and per notebook while it arrives (a print loop cannot fill the
   grader's memory);
-- the whole notebook has a deadline; a kernel that dies, ignores interrupts or runs out of
-  time ends the run, and every cell that did not run is recorded as such.
+- the whole notebook has a deadline (never past the submission's one clock); a kernel that
+  dies, ignores interrupts or runs out of time ends the run, and every cell that did not run
+  is recorded as such. An interrupt is SIGINT to the kernel's own process, so it ends the
+  request that runs when it is sent, never a later one.
 """
 
 from __future__ import annotations
