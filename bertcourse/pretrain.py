@@ -303,6 +303,13 @@ def _rehearse_plots(s: Session, clock: Callable[[], float]) -> float:
     eval_row = {**train_row, "mlm_acc_at_mask": 0.0}
     stand_in = {"history": {"train": [train_row] * 2, "eval": [eval_row] * 2},
                 "unigram_baseline": s.baseline, "config": {"schedule": s.cfg.schedule}}  # fmt: skip
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401 - imported once, before the timing (set-up's time)
+
+    import bertcourse.viz.training  # noqa: F401
+
     t0 = clock()
     with tempfile.TemporaryDirectory() as folder:
         save_plots(stand_in, Path(folder))
