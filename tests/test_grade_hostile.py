@@ -464,3 +464,13 @@ def test_every_submission_that_ran_has_a_feedback_page(bank: dict) -> None:
         ).exists()
     ]
     assert lacking == []
+
+
+def test_a_held_submission_shows_its_points_as_pending(bank: dict) -> None:
+    """needs_review and tampered: the feedback page shows no score until an instructor decides."""
+    for case in bank["cases"].values():
+        page = bank["course"] / ".grading" / "feedback" / case.row_id / "toy" / "toy.html"
+        if bank["rows"][case.row_id]["review"] != AWAITING_REVIEW or not page.exists():
+            continue
+        text = page.read_text()
+        assert "pending review" in text and not re.search(r"Score: -?[\d.]+ /", text), case.name
