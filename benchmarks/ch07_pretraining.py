@@ -116,9 +116,11 @@ def rounding_spread() -> float:
 
 def slice_tolerance(spread: float, config: PretrainConfig) -> float:
     """How close another machine's slice must come to the committed losses: the corpus and the
-    vocabulary ship with the package, so only the float32 kernels' rounding may differ. A sum of
-    n terms may round up to n units in the last place differently; the longest sum of the model
-    is the output layer's, over the vocabulary; so ``vocabulary size x spread``."""
+    vocabulary ship with the package, so only the float32 kernels' rounding may differ. n terms
+    added in another order may differ by up to about n roundings; the softmax and the gradient
+    that the output layer sends back each add one term per piece of the vocabulary, so
+    ``vocabulary size x spread``. An estimate, not a bound (the chapter says why: the gradient
+    clipping's norm is a longer sum still, though only its scale reaches the update)."""
     vocab_size = int(config.tokenizer.rsplit("-", 1)[1])  # "wordpiece-8192"
     return vocab_size * spread
 
