@@ -130,7 +130,7 @@ def _calls_socket(tmp_path: Path):
     run = execute.NotebookRun.__new__(execute.NotebookRun)
     run.jail = SimpleNamespace(dir=str(tmp_path), caps=SimpleNamespace(uid=None, gid=None))
     run.referee = SimpleNamespace(session=remote.Session(send=None, code=None))
-    run._own_threads = frozenset()
+    run.jail.beside_kernel = lambda: ""  # no kernel here
     run._listener = run._listen()
     return run, run._listener.getsockname()
 

@@ -1594,6 +1594,10 @@ ISO_SLEEPER = """
 import threading, time
 threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
 """
+ISO_CHILD = """
+import subprocess, sys
+_child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+"""
 # serves the grader's calls itself, with the grader's own serve function, from a thread that
 # connects to the calls' socket before the serve loop does
 ISO_ROGUE_SERVER = """
@@ -1634,8 +1638,14 @@ CASES += [
     ),
     Case(
         "iso_thread_at_call",
-        "honest answers and a thread alive during every call",
+        "honest answers and a thread alive during every call (the static rules see it)",
         _with_cell(ISO_SLEEPER),
+        "needs_review",
+    ),
+    Case(
+        "iso_process_at_call",
+        "honest answers and a child process alive during every call",
+        _with_cell(ISO_CHILD),
         "needs_review",
         ("scale", "softmax", "count"),
     ),

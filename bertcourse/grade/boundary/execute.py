@@ -10,9 +10,9 @@ kernel start-up, per-cell timeout with interrupt, output handling) with four cha
   within one execute request per test (`remote.serve_calls`), as data (`codec`), each a frame
   on a Unix socket this process listens on in the kernel's folder, each reply a frame back.
   Only the connection that first sends the token of that request (fresh each time) is served;
-  a connection without it, a second connection, or a thread or process beside the kernel's
-  own at call time (read from the host's /proc) fails the call and sends the submission to a
-  person (`remote.Session.review`);
+  a connection without it, a second connection, or another process beside the kernel at
+  call time (read from the host's /proc) fails the call and sends the submission to a person
+  (`remote.Session.review`);
 - an instructor set-up cell runs in the kernel and in the referee's own namespace;
 - output is capped per cell and per notebook while it arrives (a print loop cannot fill the
   grader's memory);
@@ -200,7 +200,6 @@ class NotebookRun(Execute):
         self._timed_out_now = False
         self._serving: _Serving | None = None
         self._listener: socket.socket | None = None  # the calls' socket, while a test runs
-        self._own_threads: frozenset[int] = frozenset()  # the kernel's, before the learner's cells
         self.timeout_func = self._cell_timeout
 
     # timing ------------------------------------------------------------------------------------
@@ -345,11 +344,11 @@ class NotebookRun(Execute):
 
     def _vouch(self) -> None:
         """Fail the call for review when something besides the serve loop could have answered
-        it or changed what it reports: a second connection to the calls' socket, a thread the
-        learner's code started, another process in the jail (read from the host)."""
+        it or changed what it reports: a second connection to the calls' socket, another
+        process in the jail (read from the host)."""
         if self._pending_connection():
             raise self._unverifiable("a second connection to the grader's calls' socket")
-        beside = self.jail.beside_kernel(self._own_threads) if self._own_threads else ""
+        beside = self.jail.beside_kernel()
         if beside:
             raise self._unverifiable(f"{beside} ran in the kernel during a call")
 
@@ -535,7 +534,6 @@ class NotebookRun(Execute):
                 msg_id = await ensure_async(self.kc.kernel_info())
                 await self.async_wait_for_reply(msg_id)
                 await self._preload()
-                self._own_threads = self.jail.threads()  # before any cell of the learner
                 # the notebook's time counts from a ready kernel, zygote or not
                 self._deadline = self._notebook_deadline(time.monotonic())
                 outcome.started = True

@@ -366,25 +366,21 @@ class KernelJail:
         except OSError:
             return frozenset()
 
-    def beside_kernel(self, own_threads: frozenset[int]) -> str:
-        """What runs in the jail besides the kernel's `own_threads` (its threads once it was
-        ready, before any cell of the learner), in words; "" when nothing does. Read from the
-        host's /proc: nothing in the kernel can hide it or rewrite it."""
+    def beside_kernel(self) -> str:
+        """What runs in the jail besides the kernel's process, in words; "" when nothing does.
+        Read from the host's /proc: nothing in the kernel can hide it or rewrite it.
+
+        Threads are not counted: the kernel starts native threads of its own while it runs (a
+        flood of output made ipykernel 7 start three), which the host cannot tell from a
+        learner's; starting a thread is for the static rules (`rules.py`)."""
         pid = self.kernel_pid()
         if pid is None:
             return ""
-        threads = self.threads()
-        extra = len(threads - own_threads)
-        processes = [kid for tid in threads for kid in _children(pid, tid)]
+        processes = [kid for tid in self.threads() for kid in _children(pid, tid)]
         supervisor = self._supervisor()
         if supervisor is not None:  # without a PID namespace an orphan goes to the supervisor
             processes += [kid for kid in _children(supervisor) if kid != pid]
-        what = []
-        if extra:
-            what.append(f"{extra} thread(s) the learner's code started")
-        if processes:
-            what.append(f"{len(processes)} other process(es)")
-        return " and ".join(what)
+        return f"{len(processes)} other process(es)" if processes else ""
 
     def kill_tree(self, tree: list[int] | None = None) -> None:
         """SIGKILL every process below the supervisor (the kernel and its children)."""
