@@ -317,8 +317,16 @@ def bert_param_groups(model, weight_decay):
     decay = [(n, p) for n, p in model.named_parameters() if "bias" not in n]
     no_decay = [(n, p) for n, p in model.named_parameters() if "bias" in n]
     return [
-        {"params": [p for _, p in decay], "param_names": [n for n, _ in decay], "weight_decay": weight_decay},
-        {"params": [p for _, p in no_decay], "param_names": [n for n, _ in no_decay], "weight_decay": 0.0},
+        {
+            "params": [p for _, p in decay],
+            "param_names": [n for n, _ in decay],
+            "weight_decay": weight_decay,
+        },
+        {
+            "params": [p for _, p in no_decay],
+            "param_names": [n for n, _ in no_decay],
+            "weight_decay": 0.0,
+        },
     ]
 
 
@@ -468,6 +476,6 @@ def adam_step(param, grad, m, v, t, *, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
     new_m = beta1 * m + (1.0 - beta1) * grad
     new_v = beta2 * v + (1.0 - beta2) * grad * grad
-    corrected = new_m / (1.0 - beta1 ** t)
+    corrected = new_m / (1.0 - beta1**t)
     new_param = param - lr * corrected / (torch.sqrt(new_v) + eps)
     return new_param, new_m, new_v

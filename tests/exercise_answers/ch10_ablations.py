@@ -10,7 +10,16 @@
 # %% wrong corrupt: chapter 3's second draw with the unconditional share (random, not random / (1 - mask))
 # names: the second draw not conditioned on the first
 # split: dev
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
         raise ValueError(f"not a split: {split}")
@@ -28,18 +37,36 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 # %% wrong corrupt: the two draws of transformers without the edge mask = 1 (divides by zero)
 # names: no guard for a MASK share of 1
 # split: dev
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
         raise ValueError(f"not a split: {split}")
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
-    chosen = torch.bernoulli(torch.full(input_ids.shape, mlm_probability), generator=generator).bool() & ~special
+    chosen = (
+        torch.bernoulli(torch.full(input_ids.shape, mlm_probability), generator=generator).bool()
+        & ~special
+    )
     labels = input_ids.long().masked_fill(~chosen, IGNORE_INDEX)
     out = input_ids.clone()
-    to_mask = torch.bernoulli(torch.full(input_ids.shape, mask), generator=generator).bool() & chosen
+    to_mask = (
+        torch.bernoulli(torch.full(input_ids.shape, mask), generator=generator).bool() & chosen
+    )
     out[to_mask] = mask_token_id
     p_random = rnd / (1 - mask)
-    to_random = torch.bernoulli(torch.full(input_ids.shape, p_random), generator=generator).bool() & chosen & ~to_mask
+    to_random = (
+        torch.bernoulli(torch.full(input_ids.shape, p_random), generator=generator).bool()
+        & chosen
+        & ~to_mask
+    )
     out[to_random] = torch.randint(vocab_size, input_ids.shape, generator=generator)[to_random]
     return out, labels
 
@@ -47,7 +74,16 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 # %% wrong corrupt: unpacks the split as (mask, random, same), transformers' order of arguments
 # names: SAME and RND swapped
 # split: eval
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, rnd, same = split
     if min(split) < 0 or abs(mask + rnd + same - 1) > 1e-9:
         raise ValueError(f"not a split: {split}")
@@ -65,7 +101,16 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 # %% wrong corrupt: labels set where [MASK] is written (the SAME and RND positions are not predicted)
 # names: labels only where [MASK] is shown
 # split: eval
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
         raise ValueError(f"not a split: {split}")
@@ -85,7 +130,16 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 # %% wrong corrupt: rejects a split whose float sum is not exactly 1 (0.7 + 0.2 + 0.1)
 # names: the sum of the shares compared with 1 exactly
 # split: eval
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if mask < 0 or same < 0 or rnd < 0 or mask + same + rnd != 1:
         raise ValueError(f"not a split: {split}")
@@ -103,7 +157,16 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 # %% wrong corrupt: checks the sum but not the signs ((1.2, -0.1, -0.1) sums to 1)
 # names: an invalid split accepted
 # split: dev
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if abs(mask + same + rnd - 1) > 1e-9:
         raise ValueError(f"the shares must sum to 1, got {split}")
@@ -121,7 +184,16 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 # %% wrong corrupt: 0.15 hard-coded
 # names: 0.15 hard-coded instead of mlm_probability
 # split: dev
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
         raise ValueError(f"not a split: {split}")
@@ -138,7 +210,16 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 # %% wrong corrupt: random ids drawn from the ordinary word ids only (999 and up), not the whole vocabulary
 # split: dev
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
         raise ValueError(f"not a split: {split}")
@@ -156,7 +237,16 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 # %% wrong corrupt: writes the corruption into the caller's input_ids
 # names: the caller's input_ids modified in place
 # split: dev
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
         raise ValueError(f"not a split: {split}")
@@ -166,14 +256,25 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
     u = torch.rand(input_ids.shape, generator=generator)
     input_ids[chosen & (u < mask)] = mask_token_id
     to_random = chosen & (u >= mask + same)
-    input_ids[to_random] = torch.randint(vocab_size, input_ids.shape, generator=generator)[to_random]
+    input_ids[to_random] = torch.randint(vocab_size, input_ids.shape, generator=generator)[
+        to_random
+    ]
     return input_ids, labels
 
 
 # %% wrong corrupt: PyTorch's global generator (a seed does not fix the batch)
 # names: random numbers not drawn from the generator argument
 # split: dev
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
         raise ValueError(f"not a split: {split}")
@@ -191,7 +292,16 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 # %% wrong corrupt: special tokens can be chosen
 # names: special tokens chosen too
 # split: eval
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = split
     if min(split) < 0 or abs(sum(split) - 1) > 1e-9:
         raise ValueError(f"not a split: {split}")
@@ -206,7 +316,16 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
 
 
 # %% alternative corrupt: transformers' two Bernoulli draws, the second one guarded
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     mask, same, rnd = (float(s) for s in split)
     if any(s < 0 for s in (mask, same, rnd)):
         raise ValueError(f"negative share in {split}")
@@ -217,17 +336,34 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
     chosen = torch.bernoulli(p, generator=generator).bool()
     labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX)).long()
     out = input_ids.clone()
-    to_mask = torch.bernoulli(torch.full(input_ids.shape, mask), generator=generator).bool() & chosen
+    to_mask = (
+        torch.bernoulli(torch.full(input_ids.shape, mask), generator=generator).bool() & chosen
+    )
     out[to_mask] = mask_token_id
     if mask < 1:
         p_random = min(1.0, rnd / (1 - mask))
-        to_random = torch.bernoulli(torch.full(input_ids.shape, p_random), generator=generator).bool() & chosen & ~to_mask
-        out = torch.where(to_random, torch.randint(0, vocab_size, input_ids.shape, generator=generator), out)
+        to_random = (
+            torch.bernoulli(torch.full(input_ids.shape, p_random), generator=generator).bool()
+            & chosen
+            & ~to_mask
+        )
+        out = torch.where(
+            to_random, torch.randint(0, vocab_size, input_ids.shape, generator=generator), out
+        )
     return out, labels
 
 
 # %% alternative corrupt: one categorical draw per chosen position (torch.multinomial)
-def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, mlm_probability=0.15, generator=None):
+def corrupt(
+    input_ids,
+    special_token_ids,
+    split,
+    *,
+    vocab_size,
+    mask_token_id,
+    mlm_probability=0.15,
+    generator=None,
+):
     if len(split) != 3 or min(split) < 0 or abs(sum(split) - 1) > 1e-9:
         raise ValueError(f"a split is three non-negative shares summing to 1, got {split}")
     special = torch.isin(input_ids, torch.tensor(list(special_token_ids)))
@@ -236,7 +372,9 @@ def corrupt(input_ids, special_token_ids, split, *, vocab_size, mask_token_id, m
     n = int(chosen.sum())
     out = input_ids.clone()
     if n:
-        kind = torch.multinomial(torch.tensor(split, dtype=torch.float64), n, replacement=True, generator=generator)
+        kind = torch.multinomial(
+            torch.tensor(split, dtype=torch.float64), n, replacement=True, generator=generator
+        )
         random_ids = torch.randint(vocab_size, (n,), generator=generator)
         values = out[chosen]
         values = torch.where(kind == 0, mask_token_id, torch.where(kind == 2, random_ids, values))
@@ -384,7 +522,11 @@ def static_masked_copies(sequences, dupe_factor, rng, **masking):
 def static_masked_copies(sequences, dupe_factor, rng, **masking):
     if not isinstance(dupe_factor, int) or dupe_factor < 1:
         raise ValueError("dupe_factor must be a positive integer")
-    return [create_masked_lm_predictions(tokens, rng=rng, **masking) for _ in range(dupe_factor) for tokens in sequences]
+    return [
+        create_masked_lm_predictions(tokens, rng=rng, **masking)
+        for _ in range(dupe_factor)
+        for tokens in sequences
+    ]
 
 
 # %% wrong static: shuffles inside the copy loop
@@ -421,7 +563,11 @@ def static_masked_copies(sequences, dupe_factor, rng, **masking):
     if not isinstance(dupe_factor, int) or dupe_factor < 1:
         raise ValueError("dupe_factor must be a positive integer")
     rng.shuffle(sequences)
-    instances = [create_masked_lm_predictions(tokens, rng=rng, **masking) for _ in range(dupe_factor) for tokens in sequences]
+    instances = [
+        create_masked_lm_predictions(tokens, rng=rng, **masking)
+        for _ in range(dupe_factor)
+        for tokens in sequences
+    ]
     rng.shuffle(instances)
     return instances
 
