@@ -268,7 +268,9 @@ def _grade_notebook(task: Task, nb_spec: NotebookSpec, base_dir: str) -> Noteboo
             )
     except OutOfTime as error:  # nothing ran: no part is graded, a person reads it
         problem = f"{nb_spec.name}: {error}: not graded, for review"
-        return _not_graded(nb_spec, Status.NEEDS_REVIEW, problem)
+        result = _not_graded(nb_spec, Status.NEEDS_REVIEW, problem)
+        result.notebook = nb  # as submitted (repaired): the reviewer and the feedback page read it
+        return result
     jail = KernelJail(
         Capabilities.from_json(task.caps_json), task.limits, base_dir, task.hide, task.workers
     )

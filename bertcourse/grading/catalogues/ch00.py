@@ -227,7 +227,9 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "the accents kept",
             "an uncased model strips them: NFD, then drop the combining marks (Mn)",
             BASIC,
-            lambda text: _basic(text, form=None),
+            # as learners write it: Python's str.lower on the whole text (a mistake of its own,
+            # below, that a learner who keeps the accents almost always makes too)
+            lambda text: _basic(text, form=None, lower=str.lower),
         ),
         Mistake(
             "no lowercasing (a cased lookup)",
@@ -252,7 +254,7 @@ CATALOGUE: dict[str, list[Mistake]] = {
             "the CJK ideographs not spaced",
             "each CJK ideograph is a word of its own: space_chinese_chars before splitting",
             BASIC,
-            lambda text: _basic(text, chinese=False),
+            lambda text: _basic(text, chinese=False, lower=str.lower),  # str.lower, as above
         ),
     ],
     "wordpiece": [
