@@ -54,6 +54,7 @@ EXERCISES = {
     "ch07_model": "exercises/ch07_assembly/assembly.ipynb",
     "ch08_finetuning": "exercises/ch08_finetuning/finetuning.ipynb",
     "ch09_chinese": "exercises/ch09_chinese/chinese.ipynb",
+    "ch10_ablations": "exercises/ch10_ablations/ablations.ipynb",
 }
 
 

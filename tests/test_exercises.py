@@ -214,9 +214,8 @@ class Student:
 # --- tests ----------------------------------------------------------------------------------
 
 
-# assignments whose chapter page is not written yet: chapter 10 needs the ablation grid's data
-# (issue 38); its exercises only use chapters 3 and 8
-AHEAD_OF_CHAPTER = {"ch10"}
+# assignments whose chapter page is not written yet (none now)
+AHEAD_OF_CHAPTER: set[str] = set()
 
 
 def test_solution_notebooks_match_their_sources():
