@@ -4,33 +4,65 @@ course's Chinese BERT (issue 38).
 Every row pretrains the `--lang zh` recipe with one choice changed, for the same budget (the
 same number of steps of the same batch of pairs of at most 64 tokens: the 9,000 steps that 10
 idle minutes give, `bertcourse.zh.PRETRAIN_RECIPE`; the tokens each run saw are recorded),
-then fine-tunes it on chapter 9's two tasks with `benchmarks/zh_finetune.py`'s protocol: a grid
-of learning rates, validation after every epoch, the rate and epoch chosen by the mean
-validation score over the row's seeds, the test set scored once per seed with the chosen
-weights. It also records the held-out accuracy at [MASK] (the same questions for every run:
-15% of single characters, 80/10/10, `bertcourse.pretraining.evaluation`), which means little
-for a row whose training never shows [MASK] (`mask_acc_comparable`).
+then fine-tunes it on chapter 9's two tasks with `benchmarks/zh_finetune.py`'s protocol and
+code (`RunSpec`, `run_one`, `choose`, `test_score`; the pretraining run's folder is the
+initialisation): a grid of learning rates, validation after every epoch, the rate and epoch
+chosen by the mean validation score over the row's seeds, the test set scored once per seed
+with the chosen weights. It also records the held-out accuracy at [MASK] (the same questions
+for every run: 15% of single characters, 80/10/10, `bertcourse.pretraining.evaluation`), which
+means little for a row whose training never shows [MASK] (`mask_acc_comparable`).
 
 The reference row `base` is BERT's choices on the course's recipe: 15% of tokens, MASK/SAME/RND
 80/10/10, NSP, dynamic masking, single characters. The other rows change one thing:
 
 - BERT Table 8's splits: 100/0/0, 80/0/20, 80/20/0, 0/20/80, 0/0/100;
 - the masking rate, 40% (Wettig et al. 2023): with 80/10/10, and with the best split at 15%
-  (`--best-split`, else read from the split rows already in the JSON);
+  (`--best-split`, else the best of the split rows of the JSON and of this command, which then
+  waits for them);
 - the sentence task: ALBERT's sentence order (SOP), none (RoBERTa);
 - static masking: the original release's data, cut and masked once in `STATIC_COPIES` copies;
 - whole-word masking (Chinese-BERT-wwm): the gold words, jieba's words.
 
-    python benchmarks/ablations.py --rows base split-100-0-0 --seeds 0 1 2 --device cuda
+**A grid of units, kept as they finish.** A row is 3 pretraining runs (one per seed), 24
+fine-tuning runs (2 tasks x 4 rates x 3 seeds, 3 epochs each) and 6 test scores (a task and a
+seed). Each is a unit, run in one of `--jobs` processes with one thread each, and kept in the
+work folder (`--work`, default `.ablations-work/` at the repository root, ignored by git):
+
+    pretrain/<row>-s<seed>/     the pretraining run (checkpoint/ every CHECKPOINT_EVERY steps:
+                                a run cut short goes on from its last one); unit.json when done
+    finetune/<row>/<run>.json   a fine-tuning run's record, beside its epochs' weights (.pt)
+    test/<row>/<task>-s<seed>.json   a test score, with the choice it used
+
+Every file is written to a temporary file and renamed, and a unit is done only when its record
+exists, so a command killed at any moment (`timeout`, a machine's cut) loses at most the units
+in flight. The same command again skips what is done; `--stop-after-minutes M` submits no unit
+after M minutes, waits for those running and exits with the number left. Units are taken in the
+order of the rows (a row's pretraining, its fine-tuning, its tests) as soon as what they need is
+done, so a command cut short leaves whole rows. A row enters the JSON when it is complete, with
+its own provenance (the command, commit, date, device that completed it; the units' commits,
+dates and devices; their seconds). Then its epoch weights are deleted (its records stay), as
+are a finished pretraining run's optimizer state (`trainer_state.pt`). A row already in the JSON
+with the same seeds is not run again. Units do not record the code they ran beyond the commit:
+after a change to the code they run, start a new work folder.
+
+Finishing the grid (the default: every row, seeds 0 1 2, written to benchmarks/ablations.json):
+
+    # a CPU over several days: the same command, again after each stop, until it says 0 remain
+    nohup python benchmarks/ablations.py --jobs 2 > ablations.log 2>&1 &
+    # a session with a GPU and a cut at 10 minutes: repeat until no unit remains; the work
+    # folder stays on that machine only while the machine is held (copy back the JSON)
+    timeout 590 python benchmarks/ablations.py --device cuda --jobs 16 --stop-after-minutes 7
+    # a subset, or CI's tiny slice (a temporary work folder unless --work is given)
+    python benchmarks/ablations.py --rows base split-100-0-0 --seeds 0 1 2
     python benchmarks/ablations.py --smoke --rows base sop --seeds 0 --json /tmp/ablations.json
 
-Rows already in the JSON are kept; a row run again replaces its entry (so rows can be run and
-committed as they finish). Each row holds `name`, `config` (what it changes, and the run's whole
-`PretrainConfig`), `seeds`, `metrics` (one value per seed: `seg_f1`, `reviews_acc`, `mask_acc`,
-`mlm_acc`, `tokens_seen`) and the fine-tuning choices; `comparisons` holds each row against its
-reference, paired by seed (`bertcourse.stats.paired_comparison`: "differs" only beyond 2 SE).
-`--smoke` is CI's tiny slice (a one-layer model, a few steps, `zh_finetune.QUICK`): never the
-committed file.
+Rows of another budget (steps, model, held-out size) or fine-tuning protocol (data, rates,
+epochs) are refused, in the JSON and in the work folder. Each row holds `name`, `config` (what
+it changes, and the run's whole `PretrainConfig`), `seeds`, `metrics` (one value per seed:
+`seg_f1`, `reviews_acc`, `mask_acc`, `mlm_acc`, `tokens_seen`), the fine-tuning choices and its
+`provenance`; `comparisons` holds each row against its reference, paired by seed
+(`bertcourse.stats.paired_comparison`: "differs" only beyond 2 SE). `--smoke` is CI's tiny slice
+(a one-layer model, a few steps, `zh_finetune.QUICK`): never the committed file.
 """
 
 from __future__ import annotations
@@ -42,7 +74,9 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 
 import torch
@@ -51,20 +85,29 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks import zh_finetune as zf  # noqa: E402
 from bertcourse import zh  # noqa: E402
-from bertcourse import zh_tasks as zt  # noqa: E402
 from bertcourse.mlm import MaskSplit  # noqa: E402
 from bertcourse.pretraining.config import PretrainConfig  # noqa: E402
 from bertcourse.stats import paired_comparison  # noqa: E402
 
 DEFAULT_JSON = ROOT / "benchmarks" / "ablations.json"
+DEFAULT_WORK = ROOT / ".ablations-work"
 WATCHED = ["bertcourse", "benchmarks/ablations.py", "benchmarks/zh_finetune.py"]
 METRICS = ("seg_f1", "reviews_acc", "mask_acc", "mlm_acc", "tokens_seen")
-TASK_METRIC = {"segmentation": "seg_f1", "reviews": "reviews_acc"}
 STATIC_COPIES = 4
 """--static-masking's copies: the 9,000 steps of 32 pairs are ~11 epochs of the corpus, so each
 fixed mask is seen about 3 times (BERT's original: 10 copies over ~40 epochs, 4 times each)."""
 BASE = {"mlm_probability": 0.15}
 """The reference: BERT's 15% on the course's recipe (80/10/10, NSP, dynamic, characters)."""
+CHECKPOINT_EVERY = 1000
+"""Pretraining steps between checkpoints: a run cut short goes on from its last one."""
+UNIT_FILE = "unit.json"
+"""Written in a pretraining run's folder when it is done (its report.json is not trusted: a
+run killed while writing it, or stopped early, leaves one)."""
+STAMP = ("bertcourse_commit", "date", "device", "device_name")
+"""What each unit record says of the command that ran it."""
+RUN_ONLY = ("output_dir", "device", "resume", "stop_after")
+"""PretrainConfig fields that say where and how far one invocation ran, not what the run is:
+not compared on reuse."""
 
 
 @dataclass(frozen=True)
@@ -121,20 +164,28 @@ SMOKE = Budget(steps=3, model={"model": "custom", "layers": 1, "hidden": 64, "he
                                "intermediate": 128, "batch_size": 8}, eval_examples=32)  # fmt: skip
 
 
-# --- One row -----------------------------------------------------------------------------------
+# --- What a row pretrains ----------------------------------------------------------------------
 
 
 def best_split(rows: dict[str, dict]) -> MaskSplit:
     """The split at 15% with the best mean of the two downstream scores over the seeds."""
-    candidates = {n: r for n, r in rows.items() if n == "base" or n.startswith("split-")}
+    candidates = {n: r for n, r in rows.items() if is_split_row(n)}
     if not candidates:
-        raise SystemExit("rate-40-best-split needs the split rows first (or --best-split M,S,R)")
+        raise SystemExit(NEEDS_SPLIT)
 
     def mean_score(r: dict) -> float:
         return statistics.mean(r["metrics"]["seg_f1"] + r["metrics"]["reviews_acc"])
 
     best = max(sorted(candidates), key=lambda n: mean_score(candidates[n]))
     return MaskSplit(**candidates[best]["config"]["pretrain"]["mask_split"])
+
+
+NEEDS_SPLIT = "rate-40-best-split needs the split rows first (or --best-split M,S,R)"
+
+
+def is_split_row(name: str) -> bool:
+    """The rows at 15% that rate-40-best-split chooses its split from."""
+    return name == "base" or name.startswith("split-")
 
 
 def row_options(row: Row, split: MaskSplit | None) -> dict:
@@ -152,80 +203,328 @@ def pretrain_config(row: Row, seed: int, budget: Budget, device: str, out: Path,
         "zh", **row_options(row, split), **budget.model, steps=budget.steps, seed=seed,
         eval_examples=budget.eval_examples,
         output_dir=str(out), device=device, threads=budget.threads, progress=False,
-        plots=False, measure_peak=False, checkpoint_every=0, eval_every=0,
+        plots=False, measure_peak=False, checkpoint_every=CHECKPOINT_EVERY, eval_every=0,
     )  # fmt: skip
 
 
-def _new_model(task: str, pretrained: torch.nn.Module, seed: int, device: str) -> torch.nn.Module:
-    """The task's model: the pretrained encoder, a new head drawn from `seed`."""
-    from bertcourse.model import BertForSequenceClassification
-
-    torch.manual_seed(seed)
-    if task == "reviews":
-        model = BertForSequenceClassification(pretrained.config, len(zh.REVIEW_LABELS))
-    else:
-        model = zt.BertForTokenClassification(pretrained.config, len(zh.TAGS))
-    model.bert.load_state_dict(pretrained.bert.state_dict())
-    return model.to(device)
+def settings(cfg: PretrainConfig) -> dict:
+    """What a pretraining run is (as JSON reads it back), without where it ran (`RUN_ONLY`)."""
+    fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUN_ONLY}
+    return json.loads(json.dumps(fields))
 
 
-def _task_data(setup: zf.Setup, task: str, tokenizer) -> dict:
-    if task == "reviews":
-        texts = zf.review_texts(setup)
-        return {n: zt.encode_classification(tokenizer, *texts[n])[0].to(setup.device)
-                for n in zf.SPLITS}  # fmt: skip
-    sentences = zf.segmentation_sentences(setup)
-    return {n: zf.on_device(zt.encode_tagging(tokenizer, sentences[n]), setup.device)
-            for n in zf.SPLITS}  # fmt: skip
+# --- Files -----------------------------------------------------------------------------------
 
 
-def finetune_row(name: str, checkpoints: dict[int, Path], setup: zf.Setup, state_dir: str) -> dict:
-    """zh_finetune's protocol for one row: every (task, rate, seed) trained, validation after
-    every epoch, (rate, epoch) chosen by the mean over the seeds, test once per seed."""
-    from bertcourse.pretraining.checkpoint import load_checkpoint
-
-    result: dict = {"chosen": {}, "test": {}}
-    for task in zf.TASKS:
-        runs, states = [], {}
-        for seed, path in checkpoints.items():
-            pretrained, tokenizer = load_checkpoint(path)
-            splits = _task_data(setup, task, tokenizer)
-            for rate in setup.rates:
-                model = _new_model(task, pretrained, seed, setup.device)
-                _, epochs = zt.fine_tune(model, splits["train"], setup.recipe(rate, seed), splits["validation"])  # fmt: skip
-                spec = {"task": task, "init": name, "rate": rate, "seed": seed}
-                runs.append({"spec": spec, "epochs": [{"epoch": e.epoch, "validation": e.validation} for e in epochs]})  # fmt: skip
-                for e in epochs:
-                    states[(rate, seed, e.epoch)] = Path(state_dir) / f"{name}-{task}-{rate:g}-{seed}-{e.epoch}.pt"  # fmt: skip
-                    torch.save(e.state, states[(rate, seed, e.epoch)])
-        choice = result["chosen"][task] = zf.choose(runs, task, name)
-        scores = []
-        for seed, path in checkpoints.items():
-            pretrained, tokenizer = load_checkpoint(path)
-            model = _new_model(task, pretrained, seed, setup.device)
-            model.load_state_dict(torch.load(states[(choice["rate"], seed, choice["epoch"])]))
-            scores.append(zt.score(model, _task_data(setup, task, tokenizer)["test"]))
-        result["test"][TASK_METRIC[task]] = scores
-    return result
+def write_json(path: Path, value: object) -> None:
+    """`value` as JSON at `path`, whole or not at all (`zh_finetune.save_atomically`)."""
+    text = json.dumps(value, indent=1, ensure_ascii=False) + "\n"
+    zf.save_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def run_row(row: Row, seeds: list[int], budget: Budget, setup: zf.Setup, split: MaskSplit | None, work: Path) -> dict:  # fmt: skip
-    """Pretrain the row once per seed, then fine-tune and score it; the row's JSON entry."""
-    from bertcourse.pretrain import run
+def read_json(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
-    checkpoints, reports, config = {}, {}, None
-    for seed in seeds:
-        cfg = pretrain_config(row, seed, budget, setup.device, work / f"{row.name}-s{seed}", split)
-        started = time.perf_counter()
-        reports[seed] = run(cfg) | {"seconds": round(time.perf_counter() - started, 1)}
-        checkpoints[seed] = Path(cfg.output_dir)
-        config = {
-            k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("seed", "output_dir")
-        }
-    with tempfile.TemporaryDirectory() as state_dir:
-        tuned = finetune_row(row.name, checkpoints, setup, state_dir)
-    final = [reports[s]["final_eval"] for s in seeds]
-    split_used = MaskSplit(**config["mask_split"])
+
+# --- The units -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of a row, done once and kept: a pretraining run (`task` and `rate` None), a
+    fine-tuning run, or a test score (`rate` None)."""
+
+    kind: str  # "pretrain", "finetune" or "test"
+    row: str
+    seed: int
+    task: str | None = None
+    rate: float | None = None
+
+    def __str__(self) -> str:
+        parts = [self.kind, self.row, self.task, None if self.rate is None else f"{self.rate:g}"]
+        return " ".join(p for p in parts if p) + f" s{self.seed}"
+
+
+@dataclass
+class Grid:
+    """Where a command's units live and what they share (the same in every process)."""
+
+    work: Path
+    budget: Budget
+    setup: zf.Setup
+    seeds: tuple[int, ...]
+    stamp: dict  # what every unit record says of the command that ran it
+
+    def pretrain_dir(self, row: str, seed: int) -> Path:
+        return self.work / "pretrain" / f"{row}-s{seed}"
+
+    def state_dir(self, row: str) -> Path:
+        return self.work / "finetune" / row
+
+    def spec(self, unit: Unit, rate: float | None = None) -> zf.RunSpec:
+        init = str(self.pretrain_dir(unit.row, unit.seed))
+        return zf.RunSpec(unit.task, init, unit.rate if rate is None else rate, unit.seed)
+
+    def finetune_record(self, unit: Unit) -> Path:
+        return self.state_dir(unit.row) / f"{self.spec(unit).name()}.json"
+
+    def test_record(self, unit: Unit) -> Path:
+        return self.work / "test" / unit.row / f"{unit.task}-s{unit.seed}.json"
+
+    def units(self, row: str) -> list[Unit]:
+        """A row's units in the order they are taken: pretraining, fine-tuning, tests."""
+        pretrain = [Unit("pretrain", row, s) for s in self.seeds]
+        finetune = [Unit("finetune", row, s, task, rate) for task in zf.TASKS
+                    for rate in self.setup.rates for s in self.seeds]  # fmt: skip
+        tests = [Unit("test", row, s, task) for task in zf.TASKS for s in self.seeds]
+        return pretrain + finetune + tests
+
+    def needs(self, unit: Unit) -> list[Unit]:
+        """The units that must be done before `unit` (within its row)."""
+        if unit.kind == "finetune":
+            return [Unit("pretrain", unit.row, unit.seed)]
+        if unit.kind == "test":
+            return [Unit("finetune", unit.row, s, unit.task, rate)
+                    for rate in self.setup.rates for s in self.seeds]  # fmt: skip
+        return []
+
+    def done(self, unit: Unit, cfg: PretrainConfig | None = None) -> bool:
+        """Whether `unit` is kept in the work folder (a pretraining run: when `cfg` is known,
+        and refused when the folder holds a run of other settings)."""
+        if unit.kind == "pretrain":
+            if cfg is None:
+                return False
+            kept = read_json(self.pretrain_dir(unit.row, unit.seed) / UNIT_FILE)
+            if kept is None:
+                check_partial_run(cfg)
+                return False
+            check_same_settings(Path(cfg.output_dir), kept["config"], settings(cfg))
+            return True
+        if unit.kind == "finetune":
+            record = read_json(self.finetune_record(unit))
+            state_dir, name = self.state_dir(unit.row), self.spec(unit).name()
+            return record is not None and all(
+                (state_dir / f"{name}-e{e['epoch']}.pt").is_file() for e in record["epochs"]
+            )
+        record = read_json(self.test_record(unit))
+        return record is not None and record["seeds"] == list(self.seeds)
+
+    def finetune_runs(self, row: str, task: str) -> list[dict]:
+        """The records of a row's fine-tuning runs of `task` (every rate and seed)."""
+        units = [Unit("finetune", row, s, task, r) for r in self.setup.rates for s in self.seeds]
+        return [read_json(self.finetune_record(u)) for u in units]
+
+
+def check_same_settings(folder: Path, kept: dict, asked: dict) -> None:
+    if kept != asked:
+        diff = sorted(k for k in set(kept) | set(asked) if kept.get(k) != asked.get(k))
+        raise SystemExit(
+            f"{folder} holds a pretraining run of other settings ("
+            + ", ".join(f"{k}: {kept.get(k)!r} there, {asked.get(k)!r} asked" for k in diff)
+            + "): delete that folder, or give another --work"
+        )
+
+
+def check_partial_run(cfg: PretrainConfig) -> None:
+    """A run cut short is continued (see `pretrain_unit`): only if its settings are these."""
+    try:
+        kept = PretrainConfig.load(cfg.output_dir)
+    except FileNotFoundError:  # no checkpoint yet: the run starts again
+        return
+    check_same_settings(Path(cfg.output_dir), settings(kept), settings(cfg))
+
+
+# --- Running one unit (in a worker process, one thread) ------------------------------------------
+
+
+def pretrain_unit(cfg: PretrainConfig, stamp: dict) -> None:
+    """Pretrain (going on from the checkpoint of a run cut short: exact resume), then write
+    unit.json and drop the optimizer's state (only the weights are needed from now on)."""
+    from bertcourse import pretrain
+    from bertcourse.pretraining.config import CHECKPOINT_DIR
+
+    folder = Path(cfg.output_dir)
+    try:
+        PretrainConfig.load(folder)
+        cfg = cfg.replace(resume=str(folder))
+    except FileNotFoundError:
+        pass
+    started = time.perf_counter()
+    report = pretrain.run(cfg)
+    write_json(folder / UNIT_FILE, {
+        "config": settings(cfg), "resumed": cfg.resume is not None,
+        "final_eval": report["final_eval"], "tokens_seen": report["tokens_seen"],
+        "steps_done": report["steps_done"], "train_seconds": report["train_seconds"],
+        "seconds": round(time.perf_counter() - started, 2), **stamp,
+    })  # fmt: skip
+    (folder / CHECKPOINT_DIR / "trainer_state.pt").unlink(missing_ok=True)
+
+
+def finetune_unit(setup: zf.Setup, spec: zf.RunSpec, row: str, record: Path, stamp: dict) -> None:
+    """`zh_finetune.run_one` from the row's pretraining run; its record names the row as the
+    init (the choice groups a row's seeds), after its epochs' weights are written."""
+    run = zf.run_one(setup, spec, str(record.parent))
+    run["spec"]["init"] = row
+    write_json(record, run | {"pretrained_from": Path(spec.init).name, **stamp})
+
+
+def test_unit(setup: zf.Setup, spec: zf.RunSpec, state_dir: Path, chosen: dict, seeds: list[int], record: Path, stamp: dict) -> None:  # fmt: skip
+    """The test split scored once, with the chosen rate's and epoch's weights of one seed."""
+    torch.set_num_threads(setup.threads)
+    started = time.perf_counter()
+    score = zf.test_score(setup, spec, chosen["epoch"], str(state_dir))
+    write_json(record, {"task": spec.task, "seed": spec.seed, "seeds": seeds, "chosen": chosen,
+                        "test": score, "seconds": round(time.perf_counter() - started, 2),
+                        **stamp})  # fmt: skip
+
+
+# --- The scheduler -----------------------------------------------------------------------------
+
+
+class InlineExecutor(Executor):
+    """--jobs 1: a unit runs in this process when it is submitted."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as error:  # noqa: BLE001 - handed to the caller by future.result()
+            future.set_exception(error)
+        return future
+
+
+def executor(jobs: int) -> Executor:
+    # spawn, not fork: a forked child cannot use CUDA; each child loads its own data once
+    return InlineExecutor() if jobs == 1 else ProcessPoolExecutor(jobs, mp_context=get_context("spawn"))  # fmt: skip
+
+
+now = time.monotonic
+"""The clock of --stop-after-minutes (a test replaces it)."""
+
+
+@dataclass
+class Command:
+    """What one command completes: `todo` rows of `grid`, into `rows` (the JSON's, kept)."""
+
+    grid: Grid
+    todo: list[str]
+    rows: dict[str, dict]
+    split: MaskSplit | None  # --best-split
+    device: str
+    record: dict  # the command's provenance
+    on_row: object  # called with a row's name when it is complete
+    started: float = 0.0  # now() when run() began
+    pending: list[Unit] = field(default_factory=list)  # in the order they are taken
+    running: dict[Future, Unit] = field(default_factory=dict)
+
+    def config(self, unit: Unit) -> PretrainConfig | None:
+        """The pretraining run of a (row, seed); None while its split is not known yet."""
+        split = self.split
+        if unit.row == "rate-40-best-split" and split is None:
+            if any(is_split_row(n) for n in self.open_rows()):
+                return None  # it waits for the split rows of this command
+            split = best_split(self.rows)
+        folder = self.grid.pretrain_dir(unit.row, unit.seed)
+        return pretrain_config(ROWS[unit.row], unit.seed, self.grid.budget, self.device, folder, split)  # fmt: skip
+
+    def open_rows(self) -> set[str]:
+        return {u.row for u in self.pending} | {u.row for u in self.running.values()}
+
+    def plan(self) -> None:
+        """Every unit not done yet; a row whose tests are all done is complete at once."""
+        grid = self.grid
+        for name in self.todo:
+            tasks_left = {u.task for u in grid.units(name) if u.kind == "test" and not grid.done(u)}
+            if not tasks_left:
+                self.complete(name)
+                continue
+            for unit in grid.units(name):
+                if unit.kind == "pretrain":
+                    if not grid.done(unit, self.config(unit)):  # None: checked when taken
+                        self.pending.append(unit)
+                elif unit.task in tasks_left and not grid.done(unit):
+                    self.pending.append(unit)
+
+    def ready(self, unit: Unit) -> bool:
+        waiting = set(self.pending) | set(self.running.values())
+        if any(need in waiting for need in self.grid.needs(unit)):
+            return False
+        return unit.kind != "pretrain" or self.config(unit) is not None
+
+    def submit(self, pool: Executor, unit: Unit) -> Future | None:
+        """The unit started in `pool`, or None when the work folder has it already."""
+        grid, stamp = self.grid, self.grid.stamp
+        if unit.kind == "pretrain":
+            cfg = self.config(unit)
+            return None if grid.done(unit, cfg) else pool.submit(pretrain_unit, cfg, stamp)
+        if grid.done(unit):
+            return None
+        if unit.kind == "finetune":
+            record = grid.finetune_record(unit)
+            return pool.submit(finetune_unit, grid.setup, grid.spec(unit), unit.row, record, stamp)
+        chosen = zf.choose(grid.finetune_runs(unit.row, unit.task), unit.task, unit.row)
+        spec = grid.spec(unit, rate=chosen["rate"])
+        return pool.submit(test_unit, grid.setup, spec, grid.state_dir(unit.row), chosen,
+                           list(grid.seeds), grid.test_record(unit), stamp)  # fmt: skip
+
+    def finished(self, unit: Unit) -> None:
+        print(f"[{now() - self.started:7.1f} s] done: {unit}", flush=True)
+        if unit.row not in self.open_rows():
+            self.complete(unit.row)
+
+    def complete(self, name: str) -> None:
+        self.rows[name] = assemble_row(self.grid, ROWS[name], self.record, now() - self.started)
+        metrics = self.rows[name]["metrics"]
+        print(f"[{now() - self.started:7.1f} s] row {name}: "
+              + ", ".join(f"{m} {metrics[m]}" for m in METRICS), flush=True)  # fmt: skip
+        self.on_row(name)
+
+    def run(self, jobs: int, stop_minutes: float | None) -> int:
+        """Take the units in order as soon as what they need is done, `jobs` at a time, until
+        none is left or `stop_minutes` have passed; returns how many are left."""
+        self.started = now()
+        self.plan()
+        with executor(jobs) as pool:
+            while self.pending or self.running:
+                stopping = stop_minutes is not None and now() - self.started >= 60 * stop_minutes
+                while not stopping and len(self.running) < jobs:
+                    unit = next((u for u in self.pending if self.ready(u)), None)
+                    if unit is None:
+                        break
+                    self.pending.remove(unit)
+                    future = self.submit(pool, unit)
+                    if future is None:
+                        self.finished(unit)
+                    else:
+                        self.running[future] = unit
+                if not self.running:
+                    if stopping or not self.pending:
+                        break
+                    raise RuntimeError(f"no unit can start, {self.pending[0]} first")  # a bug
+                done, _ = wait(self.running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    unit = self.running.pop(future)
+                    future.result()  # a unit's error ends the command (the others end first)
+                    self.finished(unit)
+        return len(self.pending)
+
+
+# --- A row, from its units' records ------------------------------------------------------------
+
+
+def assemble_row(grid: Grid, row: Row, record: dict, wall_seconds: float) -> dict:
+    """The row's JSON entry from the work folder (every one of its units done)."""
+    seeds = list(grid.seeds)
+    pretrained = [read_json(grid.pretrain_dir(row.name, s) / UNIT_FILE) for s in seeds]
+    tests = {task: [read_json(grid.test_record(Unit("test", row.name, s, task))) for s in seeds]
+             for task in zf.TASKS}  # fmt: skip
+    finetuned = [r for task in zf.TASKS for r in grid.finetune_runs(row.name, task)]
+    units = {"pretrain": pretrained, "finetune": finetuned, "test": [t for ts in tests.values() for t in ts]}  # fmt: skip
+    if any(u is None for us in units.values() for u in us):
+        raise SystemExit(f"{grid.work}: a unit of row {row.name} is missing: delete test/{row.name}/")  # fmt: skip
+    config = {k: v for k, v in pretrained[0]["config"].items() if k != "seed"}
+    split = MaskSplit(**config["mask_split"])
+    stamps = {tuple(u[k] for k in STAMP) for us in units.values() for u in us}
     return {
         "name": row.name,
         "question": row.question,
@@ -237,17 +536,23 @@ def run_row(row: Row, seeds: list[int], budget: Budget, setup: zf.Setup, split: 
             },
             "pretrain": config,
         },  # fmt: skip
-        "seeds": list(seeds),
+        "seeds": seeds,
         "metrics": {
-            "seg_f1": tuned["test"]["seg_f1"],
-            "reviews_acc": tuned["test"]["reviews_acc"],
-            "mask_acc": [f["mlm_acc_at_mask"] for f in final],
-            "mlm_acc": [f["mlm_acc"] for f in final],
-            "tokens_seen": [reports[s]["tokens_seen"] for s in seeds],
+            "seg_f1": [t["test"] for t in tests["segmentation"]],
+            "reviews_acc": [t["test"] for t in tests["reviews"]],
+            "mask_acc": [p["final_eval"]["mlm_acc_at_mask"] for p in pretrained],
+            "mlm_acc": [p["final_eval"]["mlm_acc"] for p in pretrained],
+            "tokens_seen": [p["tokens_seen"] for p in pretrained],
         },
-        "mask_acc_comparable": split_used.mask > 0,  # a model that never saw [MASK] in training
-        "finetune_chosen": tuned["chosen"],
-        "pretrain_seconds": [reports[s]["seconds"] for s in seeds],
+        "mask_acc_comparable": split.mask > 0,  # a model that never saw [MASK] in training
+        "finetune_chosen": {task: tests[task][0]["chosen"] for task in zf.TASKS},
+        "pretrain_seconds": [round(p["train_seconds"], 1) for p in pretrained],
+        "provenance": record
+        | {
+            "wall_seconds_this_command": round(wall_seconds, 1),
+            "unit_seconds": {k: round(sum(u["seconds"] for u in us), 1) for k, us in units.items()},
+            "units_from": [dict(zip(STAMP, s)) for s in sorted(stamps, key=str)],
+        },  # fmt: skip
     }
 
 
@@ -275,18 +580,46 @@ def comparisons(rows: dict[str, dict]) -> list[dict]:
     return out
 
 
-def main(argv: list[str] | None = None) -> dict:
-    argv = sys.argv[1:] if argv is None else argv
+def grid_id(budget: dict, setup: dict) -> dict:
+    """What every row of one JSON shares: the pretraining budget and the fine-tuning protocol
+    (`zh_finetune.Setup` but its seeds and device, which are the rows'), as JSON reads it."""
+    protocol = {k: v for k, v in setup.items() if k not in ("seeds", "device")}
+    return json.loads(json.dumps({"budget": budget, "finetune_protocol": protocol}))
+
+
+def check_same_grid(where: str, kept: dict, asked: dict) -> None:
+    """Rows of another budget or fine-tuning protocol never mix."""
+    for key in ("budget", "finetune_protocol"):
+        if kept.get(key) != asked[key]:
+            raise SystemExit(f"{where} holds rows of another {key.replace('_', ' ')} "
+                             f"{kept.get(key)}, not {asked[key]}: give another --json or --work")  # fmt: skip
+
+
+def write_result(path: Path, result: dict) -> None:
+    write_json(path, result)
+    print(f"wrote {path} ({len(result['rows'])} rows)", flush=True)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="units run at once, each in its own process with one thread")  # fmt: skip
     parser.add_argument("--steps", type=int, default=Budget.steps,
                         help="pretraining steps of every row (default: the zh recipe's 9,000)")  # fmt: skip
     parser.add_argument("--best-split", type=MaskSplit.parse, help="M,S,R for rate-40-best-split")
     parser.add_argument("--smoke", action="store_true", help="CI's tiny slice (needs --json)")
     parser.add_argument("--json", type=Path, help=f"default {DEFAULT_JSON.relative_to(ROOT)}")
-    parser.add_argument("--work", type=Path, help="where the runs go (default: a temporary folder)")
+    parser.add_argument("--work", type=Path, help=(
+        f"where every finished unit is kept, for the next command to skip (default "
+        f"{DEFAULT_WORK.relative_to(ROOT)}/; --smoke: a temporary folder). A pretraining folder "
+        "there of other settings than the ones asked for is refused with an error naming them: "
+        "delete it, or give another --work"))  # fmt: skip
+    parser.add_argument("--stop-after-minutes", type=float, metavar="M", help=(
+        "submit no unit after M minutes; wait for those running, write the complete rows and "
+        "exit 0 saying how many units are left (the same command again goes on)"))  # fmt: skip
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: torch sees no CUDA device here")
@@ -294,40 +627,67 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit("--smoke writes a slice, never the committed file: give --json PATH")
     if args.steps < 1:
         raise SystemExit(f"--steps must be at least 1, got {args.steps}")
+    if args.jobs < 1:
+        raise SystemExit(f"--jobs must be at least 1, got {args.jobs}")
+    if len(set(args.seeds)) != len(args.seeds):
+        raise SystemExit(f"--seeds must differ, got {args.seeds}")
+    if args.stop_after_minutes is not None and args.stop_after_minutes < 0:
+        raise SystemExit(f"--stop-after-minutes must be >= 0, got {args.stop_after_minutes}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
     budget = SMOKE if args.smoke else Budget(steps=args.steps)
-    setup = dataclasses.replace(zf.QUICK if args.smoke else zf.Setup(seeds=tuple(args.seeds)),
-                                device=args.device)  # fmt: skip
+    setup = dataclasses.replace(zf.QUICK if args.smoke else zf.Setup(),
+                                seeds=tuple(args.seeds), device=args.device)  # fmt: skip
+    this_grid = grid_id(dataclasses.asdict(budget), dataclasses.asdict(setup))
     path = args.json or DEFAULT_JSON
-    previous = json.loads(path.read_text()) if path.is_file() else {}
-    if previous and previous.get("budget") != dataclasses.asdict(budget):
-        raise SystemExit(f"{path} holds rows of another budget {previous.get('budget')}: "
-                         "give another --json")  # fmt: skip
+    previous = read_json(path) or {}
+    if previous:
+        check_same_grid(str(path), grid_id(previous["budget"], previous["finetune_setup"]), this_grid)  # fmt: skip
     rows = {r["name"]: r for r in previous.get("rows", [])}
-    record = zf.run_provenance(argv) | {"command": "python benchmarks/ablations.py " + " ".join(argv)}  # fmt: skip
+    todo = [n for n in ROWS if n in args.rows and rows.get(n, {}).get("seeds") != args.seeds]
+    for name in sorted(set(args.rows) - set(todo), key=list(ROWS).index):
+        print(f"{name}: in {path} with seeds {args.seeds} already (delete it there to redo it)")
+    if "rate-40-best-split" in todo and args.best_split is None:
+        if not any(is_split_row(n) for n in [*rows, *todo]):
+            raise SystemExit(NEEDS_SPLIT)
+    record = zf.run_provenance(argv, "benchmarks/ablations.py", WATCHED) | {
+        "device": args.device, "device_name": zf.device_name(args.device), "jobs": args.jobs}  # fmt: skip
+    stamp = {k: record.get(k) for k in STAMP}
     torch.set_num_threads(budget.threads)
     started = time.perf_counter()
+
+    def result(left: int) -> dict:
+        ordered = [rows[n] for n in ROWS if n in rows]
+        return {**record, "smoke": args.smoke, "budget": this_grid["budget"],
+                "finetune_setup": dataclasses.asdict(setup), "rows": ordered,
+                "comparisons": comparisons({r["name"]: r for r in ordered}),
+                "units_left": left,
+                "seconds_this_command": round(time.perf_counter() - started, 1)}  # fmt: skip
+
     with tempfile.TemporaryDirectory() as tmp:
-        work = args.work or Path(tmp)
-        for name in args.rows:
-            split = args.best_split or (best_split(rows) if name == "rate-40-best-split" else None)
-            rows[name] = run_row(ROWS[name], args.seeds, budget, setup, split, work)
-            print(f"[{time.perf_counter() - started:7.1f} s] {name}: "
-                  + ", ".join(f"{m} {rows[name]['metrics'][m]}" for m in METRICS), flush=True)  # fmt: skip
-    ordered = [rows[n] for n in ROWS if n in rows]
-    result = {
-        **record,
-        "smoke": args.smoke,
-        "device": args.device,
-        "budget": dataclasses.asdict(budget),
-        "finetune_setup": dataclasses.asdict(setup),
-        "rows": ordered,
-        "comparisons": comparisons({r["name"]: r for r in ordered}),
-        "seconds_this_command": round(time.perf_counter() - started, 1),
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {path}")
-    return result
+        work = args.work or (Path(tmp) if args.smoke else DEFAULT_WORK)
+        kept = read_json(work / "grid.json")
+        if kept is None:
+            write_json(work / "grid.json", this_grid)
+        else:
+            check_same_grid(str(work), kept, this_grid)
+        grid = Grid(work, budget, setup, tuple(args.seeds), stamp)
+
+        def on_row(name: str) -> None:
+            write_result(path, result(len(command.pending) + len(command.running)))
+            for leftover in grid.state_dir(name).glob("*.pt"):  # the row is written: not needed
+                leftover.unlink()
+
+        command = Command(grid, todo, rows, args.best_split, args.device, record, on_row)
+        left = command.run(args.jobs, args.stop_after_minutes)
+    final = result(left)
+    write_result(path, final)
+    print(f"{left} units left" + (": run the same command again to finish them" if left else ""))
+    return final
 
 
 if __name__ == "__main__":

@@ -108,12 +108,14 @@ QUICK = Setup(
 @dataclass(frozen=True)
 class RunSpec:
     task: str
-    init: str
+    init: str  # one of INITS, or a pretraining run's folder (see `new_model`)
     rate: float
     seed: int
 
     def name(self) -> str:
-        return f"{self.task}-{self.init}-{self.rate:g}-s{self.seed}"
+        """The run's file name: a folder init is named by its last part."""
+        init = self.init if self.init in INITS else Path(self.init).name
+        return f"{self.task}-{init}-{self.rate:g}-s{self.seed}"
 
 
 # --- Data, once per process ---------------------------------------------------------------------
@@ -181,30 +183,65 @@ def data(setup: Setup, task: str) -> dict[str, zt.Encoded | zt.TaggingData]:
 
 
 @cache
-def pretrained_encoder_state() -> dict[str, torch.Tensor]:
+def encoder_state(folder: Path = MODEL_DIR) -> dict[str, torch.Tensor]:
+    """The encoder's weights of a pretraining checkpoint (an output or checkpoint folder of
+    `bertcourse.pretrain`), after checking that its tokenizer has this script's vocabulary."""
     from bertcourse.pretraining.checkpoint import load_checkpoint
 
-    model, _ = load_checkpoint(MODEL_DIR)  # float16 on disk, float32 here
+    model, theirs = load_checkpoint(folder)  # float16 on disk, float32 here
+    if theirs.get_vocab() != tokenizer().get_vocab():
+        raise ValueError(
+            f"the checkpoint {folder} has another vocabulary ({theirs.get_vocab_size()} tokens) "
+            f"than the tokenizer the data is encoded with ({MODEL_DIR / 'tokenizer.json'}, "
+            f"{tokenizer().get_vocab_size()} tokens): pretrain it with --lang zh's vocabulary"
+        )
     return {k: v.clone() for k, v in model.bert.state_dict().items()}
 
 
-def new_model(task: str, init: str, seed: int, device: str = "cpu") -> torch.nn.Module:
-    """The task's model: encoder pretrained or drawn from `seed` (BERT's initialisation), the
-    head new, drawn from `seed`."""
+def pretrained_encoder_state() -> dict[str, torch.Tensor]:
+    return encoder_state(MODEL_DIR)
+
+
+def encoder_config(init: str):
+    """The BertConfig of an init: the committed model's, or the checkpoint folder's."""
     from bertcourse.config import BertConfig
+    from bertcourse.pretraining.config import checkpoint_path
+
+    folder = MODEL_DIR if init in INITS else checkpoint_path(init)
+    return BertConfig.from_dict(json.loads((folder / "config.json").read_text())["model"])
+
+
+def new_model(task: str, init: str, seed: int, device: str = "cpu") -> torch.nn.Module:
+    """The task's model: the encoder pretrained (the committed model), drawn from `seed` (BERT's
+    initialisation: "random"), or a pretraining run's (`init` its output or checkpoint folder,
+    which must have this script's vocabulary); the head new, drawn from `seed`."""
     from bertcourse.model import BertForSequenceClassification
 
-    config = BertConfig.from_dict(json.loads((MODEL_DIR / "config.json").read_text())["model"])
+    if init not in INITS and not Path(init).is_dir():
+        raise ValueError(f"init must be one of {INITS} or a pretraining run's folder, got {init!r}")
+    config = encoder_config(init)
     torch.manual_seed(seed)
     if task == "reviews":
         model = BertForSequenceClassification(config, len(zh.REVIEW_LABELS))
     else:
         model = zt.BertForTokenClassification(config, len(zh.TAGS))
-    if init == "pretrained":
-        model.bert.load_state_dict(pretrained_encoder_state())
-    elif init != "random":
-        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    if init != "random":
+        model.bert.load_state_dict(encoder_state(MODEL_DIR if init == "pretrained" else Path(init)))
     return model.to(device)
+
+
+def save_atomically(path: Path, write) -> None:
+    """`write(temporary path)` in `path`'s folder, then renamed to `path`: a process killed
+    at any moment leaves either the whole file or none (and perhaps a `.tmp` file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # --- One run --------------------------------------------------------------------------------------
@@ -222,7 +259,8 @@ def run_one(setup: Setup, spec: RunSpec, state_dir: str) -> dict:
     )
     seconds = time.perf_counter() - start
     for record in epochs:
-        torch.save(record.state, Path(state_dir) / f"{spec.name()}-e{record.epoch}.pt")
+        save_atomically(Path(state_dir) / f"{spec.name()}-e{record.epoch}.pt",
+                        lambda tmp, state=record.state: torch.save(state, tmp))  # fmt: skip
     return {
         "spec": asdict(spec),
         "steps": len(losses),
@@ -400,16 +438,16 @@ def model_sha256() -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(MODEL_DIR.iterdir())}
 
 
-def run_provenance(argv: list[str]) -> dict:
+def run_provenance(argv: list[str], script: str = "benchmarks/zh_finetune.py", watched: list[str] = WATCHED) -> dict:  # fmt: skip
     """`benchmarks.provenance`'s record; on a machine without git, the same without the commit."""
     from benchmarks.provenance import provenance
 
     try:
-        return provenance("benchmarks/zh_finetune.py", argv, WATCHED)
+        return provenance(script, argv, watched)
     except FileNotFoundError:  # no git program: the rest of the record still says what ran
         import platform
 
-        return {"command": "python benchmarks/zh_finetune.py " + " ".join(argv),
+        return {"command": f"python {script} " + " ".join(argv),
                 "date": time.strftime("%Y-%m-%d"), "bertcourse_commit": None,
                 "uncommitted_changes_to": None, "torch": torch.__version__,
                 "python": platform.python_version(),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -179,6 +180,27 @@ def test_pretrained_encoder_is_the_committed_model_and_the_head_is_new():
         assert not torch.equal(random_model.bert.state_dict()[word], model.bert.state_dict()[word])
         # the head is drawn from the seed, the same for both inits
         torch.testing.assert_close(random_model.classifier.weight, model.classifier.weight)
+
+
+def test_a_pretraining_runs_folder_is_an_init_if_it_has_the_datas_vocabulary(tmp_path):
+    """A run's output folder (its checkpoint/ inside) gives its encoder: the committed model's
+    files there give the "pretrained" model, head and all; another vocabulary is refused."""
+    from tokenizers import Tokenizer
+
+    shutil.copytree(bench.MODEL_DIR, tmp_path / "run" / "checkpoint")
+    for task in bench.TASKS:
+        model = bench.new_model(task, str(tmp_path / "run"), 1).state_dict()
+        for name, value in bench.new_model(task, "pretrained", 1).state_dict().items():
+            torch.testing.assert_close(model[name], value, rtol=0, atol=0)
+    assert bench.RunSpec("reviews", str(tmp_path / "run"), 1e-3, 0).name() == "reviews-run-0.001-s0"
+    shutil.copytree(bench.MODEL_DIR, tmp_path / "other")
+    other = Tokenizer.from_file(str(tmp_path / "other" / "tokenizer.json"))
+    other.add_tokens(["龘龘"])
+    other.save(str(tmp_path / "other" / "tokenizer.json"))
+    with pytest.raises(ValueError, match="has another vocabulary"):
+        bench.new_model("segmentation", str(tmp_path / "other"), 0)
+    with pytest.raises(ValueError, match="or a pretraining run's folder"):
+        bench.new_model("reviews", str(tmp_path / "missing"), 0)
 
 
 def test_fine_tune_stops_where_asked_and_keeps_each_epochs_weights(tokenizer):
