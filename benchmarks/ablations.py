@@ -49,12 +49,20 @@ Finishing the grid (the default: every row, seeds 0 1 2, written to benchmarks/a
 
     # a CPU over several days: the same command, again after each stop, until it says 0 remain
     nohup python benchmarks/ablations.py --jobs 2 > ablations.log 2>&1 &
-    # a session with a GPU and a cut at 10 minutes: repeat until no unit remains; the work
-    # folder stays on that machine only while the machine is held (copy back the JSON)
+    # a machine whose commands are cut at 10 minutes: repeat until no unit remains (where
+    # the work folder is not kept between commands, the rows not complete start again)
     timeout 590 python benchmarks/ablations.py --device cuda --jobs 16 --stop-after-minutes 7
     # a subset, or CI's tiny slice (a temporary work folder unless --work is given)
     python benchmarks/ablations.py --rows base split-100-0-0 --seeds 0 1 2
     python benchmarks/ablations.py --smoke --rows base sop --seeds 0 --json /tmp/ablations.json
+
+Cost, measured 2026-11-28 on the course's 2-core CPU machine, one thread, at a load of about 2
+from other work: a pretraining step of the zh recipe 0.18 s (200 steps timed: a run of 9,000 steps
+~27 minutes); a fine-tuning epoch (the first 100 steps timed) of the reviews 90 s (435 steps,
+0.21 s each) and of the segmentation 48 s (307 steps, 0.155 s each), validation 2-3 s, a test
+score 3 s (reviews) and 8 s (segmentation). A row is then ~2.8 hours of one core (pretraining
+1.4 h, reviews 0.9 h, segmentation 0.5 h), the 13 rows ~36 hours: ~18 hours with `--jobs 2` if
+the two cores are free.
 
 Rows of another budget (steps, model, held-out size) or fine-tuning protocol (data, rates,
 epochs) are refused, in the JSON and in the work folder. Each row holds `name`, `config` (what
@@ -74,7 +82,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -467,8 +477,8 @@ class Command:
         return pool.submit(test_unit, grid.setup, spec, grid.state_dir(unit.row), chosen,
                            list(grid.seeds), grid.test_record(unit), stamp)  # fmt: skip
 
-    def finished(self, unit: Unit) -> None:
-        print(f"[{now() - self.started:7.1f} s] done: {unit}", flush=True)
+    def finished(self, unit: Unit, kept: bool = False) -> None:
+        print(f"[{now() - self.started:7.1f} s] {'kept' if kept else 'done'}: {unit}", flush=True)
         if unit.row not in self.open_rows():
             self.complete(unit.row)
 
@@ -494,7 +504,7 @@ class Command:
                     self.pending.remove(unit)
                     future = self.submit(pool, unit)
                     if future is None:
-                        self.finished(unit)
+                        self.finished(unit, kept=True)
                     else:
                         self.running[future] = unit
                 if not self.running:
@@ -595,6 +605,25 @@ def check_same_grid(where: str, kept: dict, asked: dict) -> None:
                              f"{kept.get(key)}, not {asked[key]}: give another --json or --work")  # fmt: skip
 
 
+@contextmanager
+def work_folder(work: Path) -> Iterator[Path]:
+    """`work`, for this command alone (a lock while it runs; where there is no fcntl, none),
+    cleared of the temporary files of killed commands."""
+    work.mkdir(parents=True, exist_ok=True)
+    with open(work / ".lock", "w") as handle:
+        try:
+            import fcntl
+
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:
+            pass
+        except BlockingIOError:
+            raise SystemExit(f"another command is using {work}: wait for it, or give another --work") from None  # fmt: skip
+        for leftover in work.rglob(".*.tmp"):  # `zh_finetune.save_atomically`'s, never renamed
+            leftover.unlink()
+        yield work
+
+
 def write_result(path: Path, result: dict) -> None:
     write_json(path, result)
     print(f"wrote {path} ({len(result['rows'])} rows)", flush=True)
@@ -668,8 +697,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "units_left": left,
                 "seconds_this_command": round(time.perf_counter() - started, 1)}  # fmt: skip
 
-    with tempfile.TemporaryDirectory() as tmp:
-        work = args.work or (Path(tmp) if args.smoke else DEFAULT_WORK)
+    with tempfile.TemporaryDirectory() as tmp, work_folder(args.work or (Path(tmp) if args.smoke else DEFAULT_WORK)) as work:  # fmt: skip
         kept = read_json(work / "grid.json")
         if kept is None:
             write_json(work / "grid.json", this_grid)

@@ -1,5 +1,8 @@
 """benchmarks/ablations.py (chapter 10): a smoke run of two rows checked for its schema and
-ranges, the paired comparisons it writes, and its refusals. The committed grid is not re-run."""
+ranges, the paired comparisons it writes, and its refusals; the grid of units kept in the work
+folder: a second command reuses them, a unit killed leaves nothing trusted, two processes give
+the numbers of one, a command stopped writes only complete rows. The committed grid is not
+re-run."""
 
 from __future__ import annotations
 
@@ -55,6 +58,14 @@ def test_smoke_run_writes_the_schema_with_numbers_in_range(smoke):
     assert MaskSplit(**split["config"]["pretrain"]["mask_split"]) == MaskSplit(1.0, 0.0, 0.0)
     # the same budget: the same pairs, so the same tokens (masking changes no token count)
     assert base["metrics"]["tokens_seen"] == split["metrics"]["tokens_seen"] != [0]
+    for row in smoke["rows"]:  # each row says which command, code and machine completed it
+        made = row["provenance"]
+        assert made["command"] == smoke["command"] and made["device"] == "cpu"
+        for key in ("bertcourse_commit", "date", "device_name", "torch", "python"):
+            assert made[key] == smoke[key], key
+        assert all(seconds > 0 for seconds in made["unit_seconds"].values())
+        assert 0 < made["wall_seconds_this_command"] <= smoke["seconds_this_command"]
+        assert made["units_from"] == [{k: smoke[k] for k in ablations.STAMP}]
 
 
 def _row(name: str, seeds: list[int], seg: list[float], reference: str = "base") -> dict:
@@ -208,6 +219,17 @@ def test_b_an_interrupted_unit_leaves_nothing_trusted(smoke, tmp_path, monkeypat
     record = ablations.main(args)
     assert json.loads((folder / ablations.UNIT_FILE).read_text())["resumed"] is True
     assert numbers(record) == numbers(smoke)[:1]
+    assert not list(work.rglob("*.tmp"))  # removed, never read
+
+
+def test_one_command_at_a_time_in_a_work_folder(tmp_path):
+    import fcntl
+
+    (tmp_path / "work").mkdir()
+    with open(tmp_path / "work" / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(SystemExit, match="another command is using"):
+            smoke_command(tmp_path / "work", tmp_path / "x.json")
 
 
 def test_b_an_atomic_write_is_whole_or_absent(tmp_path):
