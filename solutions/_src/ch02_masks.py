@@ -16,13 +16,19 @@
 # **Validate** (or `nbgrader validate`).
 #
 # **What an answer may use.** A part that asks you to write something PyTorch or bertcourse
-# already has allows a list of building blocks: tensor arithmetic, reductions, shapes,
-# creation, comparison and indexing, `math`, Python's plain builtins, your own functions and
-# classes, and what the set-up cell imports or the part's statement hands you. The functions
-# that do the part's work are disabled while your answer is checked: an answer that calls them
-# earns nothing. When your course grades with the course's grader (`python -m
-# bertcourse.grade`), an answer that uses anything outside the list is set aside for a person
-# to look at, and scores only after that review.
+# already has allows a list of building blocks: tensor arithmetic, reductions, shapes, creation,
+# comparison and indexing, `softmax`, `gelu` and a few other functions of `torch.nn.functional`,
+# `math`, Python's plain builtins (`len`, `range`, `zip`, `sorted`, ...), a few helpers of the
+# standard library (`itertools`, `collections.Counter` and `defaultdict`, `functools.reduce` and
+# `partial`, `dataclasses.dataclass`, `copy.deepcopy`), your own functions and classes, and the
+# functions and classes the set-up cell defines or imports by name. Some parts add what their
+# work needs, such as a few layers of `torch.nn` (`nn.Linear`, `nn.LayerNorm`, `nn.Dropout`,
+# ...) in the parts that take a model or its modules, and `random` in the parts that draw at
+# random. Whatever the list holds, what already does the part's work is disabled while your
+# answer is checked: an answer that calls it earns nothing. When your course grades with the
+# course's grader (`python -m bertcourse.grade`), an answer that uses anything outside the list
+# earns nothing for that part either, and your submission waits for a person: its other points
+# count only once an instructor approves them.
 #
 # Conventions (the same as transformers): `attention_mask` is `(B, L)`, 1 for a real token and
 # 0 for padding; the padding id of bert-base-uncased is 0 (`[PAD]`).
