@@ -154,6 +154,8 @@ def extract(out: Path, execute: str = "cache") -> dict[str, Path]:
 # SVG figures (`book/_static/<name>.svg`) are catalogued too; `update` writes each one's Chinese
 # copy `<name>.zh_CN.svg`, which Sphinx's `figure_language_filename` ("{root}.{language}{ext}")
 # puts on the Chinese pages in place of the English one.
+# A record that a plot function draws the names of, `viz.Pair("title", "random", ...)`, is
+# read like a `plot_*` call.
 
 FIGURE_FIELD_NOTE = "{...} is filled in when the figure is drawn: keep it as it is"
 _CODE_CELL = re.compile(r"^(`{3,})\{code-cell\}[^\n]*\n(.*?)^\1\s*$", re.M | re.S)
@@ -214,6 +216,18 @@ def _call_name(call: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
+def _viz_record(call: ast.Call) -> bool:
+    """`viz.Pair("title", "random", "pretrained", ...)`: a record a plot function draws the names
+    of (a capitalised name called on `viz`)."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "viz"
+        and func.attr[:1].isupper()
+    )
+
+
 def figure_words_of_module(source: str) -> list[str]:
     """The first argument of every `label(...)` / `lang.label(...)` call in a Python module."""
     return [
@@ -235,7 +249,9 @@ def figure_words_of_page(markdown: str) -> list[str]:
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _call_name(node).startswith("plot_"):
+            if isinstance(node, ast.Call) and (
+                _call_name(node).startswith("plot_") or _viz_record(node)
+            ):
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     words += _strings_inside(arg)
             elif isinstance(node, (ast.Dict, ast.DictComp, ast.Assign)):

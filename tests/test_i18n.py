@@ -435,11 +435,12 @@ def test_figure_words_are_found_in_modules_pages_and_svgs() -> None:
         "```{code-cell} ipython3\n:tags: [hide-input]\n"
         'd = {"untrained tiny BERT": p, "whole words": p, "characters": p, "mlm_loss": q}\n'
         'e = {"lr": 1, "epochs": 2, "a run": 3}\nd[f"L = {n} words"] = r\n'
-        'fig = viz.plot_x(d, title="Top predictions", fmt="o-", x=r["a key"])\n```\n'
+        'fig = viz.plot_x(d, title="Top predictions", fmt="o-", x=r["a key"])\n'
+        'p = viz.Pair("word F1", "random", "pretrained", s["random"], [1], [0])\n```\n'
     )
     assert sorted(i18n.figure_words_of_page(page)) == [
-        "L = {n} words", "Top predictions", "a run", "characters", "untrained tiny BERT",
-        "whole words",
+        "L = {n} words", "Top predictions", "a run", "characters", "pretrained", "random",
+        "untrained tiny BERT", "whole words", "word F1",
     ]  # fmt: skip
     svg = '<svg aria-label="a b"><title>A &amp; B</title><text x="1">hidden states</text></svg>'
     assert i18n.svg_texts(svg) == ["A & B", "hidden states"]
