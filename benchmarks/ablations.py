@@ -33,8 +33,8 @@ work folder (`--work`, default `.ablations-work/` at the repository root, ignore
     finetune/<row>/<run>.json   a fine-tuning run's record, beside its epochs' weights (.pt)
     test/<row>/<task>-s<seed>.json   a test score, with the choice it used
 
-Every file is written to a temporary file and renamed, and a unit is done only when its record
-exists, so a command killed at any moment (`timeout`, a machine's cut) loses at most the units
+Every record (and checkpoint) is written to a temporary file and renamed, and a unit is done
+only when its record exists, so a command killed at any moment (`timeout`, a machine's cut) loses at most the units
 in flight. The same command again skips what is done; `--stop-after-minutes M` submits no unit
 after M minutes, waits for those running and exits with the number left. Units are taken in the
 order of the rows (a row's pretraining, its fine-tuning, its tests) as soon as what they need is
@@ -83,10 +83,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 
 import torch
@@ -404,8 +403,7 @@ class InlineExecutor(Executor):
 
 
 def executor(jobs: int) -> Executor:
-    # spawn, not fork: a forked child cannot use CUDA; each child loads its own data once
-    return InlineExecutor() if jobs == 1 else ProcessPoolExecutor(jobs, mp_context=get_context("spawn"))  # fmt: skip
+    return InlineExecutor() if jobs == 1 else zf.process_pool(jobs)
 
 
 now = time.monotonic
@@ -630,7 +628,7 @@ def write_result(path: Path, result: dict) -> None:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -642,7 +640,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--smoke", action="store_true", help="CI's tiny slice (needs --json)")
     parser.add_argument("--json", type=Path, help=f"default {DEFAULT_JSON.relative_to(ROOT)}")
     parser.add_argument("--work", type=Path, help=(
-        f"where every finished unit is kept, for the next command to skip (default "
+        f"where every finished unit is kept, for the next command to skip (one command at a time; default "
         f"{DEFAULT_WORK.relative_to(ROOT)}/; --smoke: a temporary folder). A pretraining folder "
         "there of other settings than the ones asked for is refused with an error naming them: "
         "delete it, or give another --work"))  # fmt: skip

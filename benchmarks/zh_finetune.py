@@ -287,6 +287,11 @@ def test_score(setup: Setup, spec: RunSpec, epoch: int, state_dir: str) -> float
     return zt.score(model, data(setup, spec.task)["test"])
 
 
+def process_pool(jobs: int) -> ProcessPoolExecutor:
+    # spawn, not fork: a forked child cannot use CUDA; each child loads its own data once
+    return ProcessPoolExecutor(jobs, mp_context=get_context("spawn"))
+
+
 def run_grid(setup: Setup, specs: list[RunSpec], jobs: int, state_dir: str, meanwhile) -> tuple:
     """Every run (in `jobs` processes when more than 1) and, while they train, `meanwhile()`
     in this process (the baselines). Returns (the runs in the order of `specs`, its result)."""
@@ -301,8 +306,7 @@ def run_grid(setup: Setup, specs: list[RunSpec], jobs: int, state_dir: str, mean
     if jobs == 1:
         runs = [progress(run_one(setup, s, state_dir)) for s in specs]
         return runs, meanwhile()
-    # spawn, not fork: a forked child cannot use CUDA; each child loads its own data once
-    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+    with process_pool(jobs) as pool:
         futures = [pool.submit(run_one, setup, s, state_dir) for s in specs]
         other = meanwhile()
         return [progress(f.result()) for f in futures], other
