@@ -47,8 +47,10 @@ after a change to the code they run, start a new work folder.
 
 Finishing the grid (the default: every row, seeds 0 1 2, written to benchmarks/ablations.json):
 
-    # a CPU over several days: the same command, again after each stop, until it says 0 remain
-    nohup python benchmarks/ablations.py --jobs 2 > ablations.log 2>&1 &
+    # a CPU over several days: the same command, again after each stop, until it says 0 left
+    mkdir -p .ablations-work && nohup python benchmarks/ablations.py --jobs 2 >> .ablations-work/log 2>&1 &
+    # what is left, without running anything (and the complete rows written)
+    python benchmarks/ablations.py --stop-after-minutes 0
     # a machine whose commands are cut at 10 minutes: repeat until no unit remains (where
     # the work folder is not kept between commands, the rows not complete start again)
     timeout 590 python benchmarks/ablations.py --device cuda --jobs 16 --stop-after-minutes 7
@@ -62,7 +64,8 @@ from other work: a pretraining step of the zh recipe 0.18 s (200 steps timed: a 
 0.21 s each) and of the segmentation 48 s (307 steps, 0.155 s each), validation 2-3 s, a test
 score 3 s (reviews) and 8 s (segmentation). A row is then ~2.8 hours of one core (pretraining
 1.4 h, reviews 0.9 h, segmentation 0.5 h), the 13 rows ~36 hours: ~18 hours with `--jobs 2` if
-the two cores are free.
+the two cores are free (not counted: jieba's segmentation of the corpus at the start of each
+wwm-jieba pretraining run).
 
 Rows of another budget (steps, model, held-out size) or fine-tuning protocol (data, rates,
 epochs) are refused, in the JSON and in the work folder. Each row holds `name`, `config` (what
@@ -599,8 +602,8 @@ def check_same_grid(where: str, kept: dict, asked: dict) -> None:
     """Rows of another budget or fine-tuning protocol never mix."""
     for key in ("budget", "finetune_protocol"):
         if kept.get(key) != asked[key]:
-            raise SystemExit(f"{where} holds rows of another {key.replace('_', ' ')} "
-                             f"{kept.get(key)}, not {asked[key]}: give another --json or --work")  # fmt: skip
+            raise SystemExit(f"{where} is a grid of another {key.replace('_', ' ')}: "
+                             f"{kept.get(key)} there, {asked[key]} asked: give another --json or --work")  # fmt: skip
 
 
 @contextmanager

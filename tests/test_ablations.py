@@ -245,6 +245,7 @@ def test_b_an_atomic_write_is_whole_or_absent(tmp_path):
     assert json.loads(target.read_text()) == {"old": 1} and os.listdir(tmp_path) == ["record.json"]  # fmt: skip
 
 
+@pytest.mark.slow  # two spawned processes importing torch: 20 s on the busy 2-core machine
 def test_c_two_jobs_give_the_same_numbers_as_one(smoke, tmp_path):
     """Two processes of one thread each against one in-process unit at a time: every unit is
     computed by the same code on the same thread count, so the numbers are bit-identical."""
@@ -268,3 +269,22 @@ def test_a_work_folder_of_other_settings_is_refused(smoke, tmp_path):
     (work / "grid.json").write_text(json.dumps(grid))
     with pytest.raises(SystemExit, match="another budget"):
         smoke_command(work, tmp_path / "y.json")
+
+
+def test_a_json_of_another_grid_is_refused_before_any_work(tmp_path):
+    import dataclasses
+
+    path = tmp_path / "a.json"
+    setup = dataclasses.asdict(zf.QUICK)
+    other = {"budget": dataclasses.asdict(ablations.Budget()), "finetune_setup": setup, "rows": []}
+    path.write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match="is a grid of another budget"):
+        smoke_command(tmp_path / "work", path)
+    other |= {
+        "budget": dataclasses.asdict(ablations.SMOKE),
+        "finetune_setup": setup | {"epochs": 2},
+    }
+    path.write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match="is a grid of another finetune protocol"):
+        smoke_command(tmp_path / "work", path)
+    assert not (tmp_path / "work").exists()
