@@ -16,7 +16,9 @@ For each task and each initialisation (pretrained, random) a grid of learning ra
 trained for a fixed number of epochs, scored on validation after every epoch. The learning rate
 and the epoch (the weights at the end of epoch k of the schedule) are chosen by the mean
 validation score over the seeds; the test set is then scored once per (task, init, seed), with
-the chosen weights. Nothing depends on a time budget.
+the chosen weights. Nothing depends on a time budget. An init may also be a pretraining run's
+folder (`new_model`; `benchmarks/ablations.py` fine-tunes its runs so), if its vocabulary is the
+committed model's, with which the data are encoded.
 
     # the committed file (2 tasks x 2 inits x 4 rates x 3 seeds = 48 runs):
     python benchmarks/zh_finetune.py --device cuda --jobs 16 --conditions "..."
