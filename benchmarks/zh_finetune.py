@@ -235,14 +235,16 @@ def new_model(task: str, init: str, seed: int, device: str = "cpu") -> torch.nn.
 def save_atomically(path: Path, write) -> None:
     """`write(temporary path)` in `path`'s folder, then renamed to `path`: a process killed
     at any moment leaves either the whole file or none (and perhaps a `.tmp` file)."""
+    import secrets
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    # a name of this process (not mkstemp's file: `write` creates it, with the usual permissions)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
-        write(Path(tmp))
+        write(tmp)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
