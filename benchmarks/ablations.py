@@ -356,11 +356,8 @@ def pretrain_unit(cfg: PretrainConfig, stamp: dict) -> None:
     from bertcourse.pretraining.config import CHECKPOINT_DIR
 
     folder = Path(cfg.output_dir)
-    try:
-        PretrainConfig.load(folder)
+    if (folder / CHECKPOINT_DIR / "trainer_state.pt").is_file():  # else: from the start
         cfg = cfg.replace(resume=str(folder))
-    except FileNotFoundError:
-        pass
     started = time.perf_counter()
     report = pretrain.run(cfg)
     write_json(folder / UNIT_FILE, {
@@ -532,7 +529,8 @@ def assemble_row(grid: Grid, row: Row, record: dict, wall_seconds: float) -> dic
     finetuned = [r for task in zf.TASKS for r in grid.finetune_runs(row.name, task)]
     units = {"pretrain": pretrained, "finetune": finetuned, "test": [t for ts in tests.values() for t in ts]}  # fmt: skip
     if any(u is None for us in units.values() for u in us):
-        raise SystemExit(f"{grid.work}: a unit of row {row.name} is missing: delete test/{row.name}/")  # fmt: skip
+        raise SystemExit(f"{grid.work}: a record of row {row.name} is missing: delete its folder "
+                         f"test/{row.name}/ to run again what the row needs")  # fmt: skip
     config = {k: v for k, v in pretrained[0]["config"].items() if k != "seed"}
     split = MaskSplit(**config["mask_split"])
     stamps = {tuple(u[k] for k in STAMP) for us in units.values() for u in us}
