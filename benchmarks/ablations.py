@@ -559,7 +559,7 @@ def assemble_row(grid: Grid, row: Row, record: dict, wall_seconds: float) -> dic
         "provenance": record
         | {
             "wall_seconds_this_command": round(wall_seconds, 1),
-            "unit_seconds": {k: round(sum(u["seconds"] for u in us), 1) for k, us in units.items()},
+            "unit_seconds": {k: round(sum(u["seconds"] for u in us), 2) for k, us in units.items()},
             "units_from": [dict(zip(STAMP, s)) for s in sorted(stamps, key=str)],
         },  # fmt: skip
     }
