@@ -1,16 +1,24 @@
 """Chapter 10: were BERT's pretraining choices right? The paper's ablations, re-run on the
 course's Chinese BERT (issue 38).
 
-Every row pretrains the `--lang zh` recipe with one choice changed, for the same budget (the
-same number of steps of the same batch of pairs of at most 64 tokens: the 9,000 steps that 10
-idle minutes give, `bertcourse.zh.PRETRAIN_RECIPE`; the tokens each run saw are recorded),
-then fine-tunes it on chapter 9's two tasks with `benchmarks/zh_finetune.py`'s protocol and
-code (`RunSpec`, `run_one`, `choose`, `test_score`; the pretraining run's folder is the
-initialisation): a grid of learning rates, validation after every epoch, the rate and epoch
-chosen by the mean validation score over the row's seeds, the test set scored once per seed
-with the chosen weights. It also records the held-out accuracy at [MASK] (the same questions
-for every run: 15% of single characters, 80/10/10, `bertcourse.pretraining.evaluation`), which
-means little for a row whose training never shows [MASK] (`mask_acc_comparable`).
+Every row pretrains the `--lang zh` recipe with one choice changed, for the same budget: the
+tokens that the reference row reads in the 9,000 steps of 32 pairs of at most 64 tokens that 10
+idle minutes give (`bertcourse.zh.PRETRAIN_RECIPE`), seed by seed. A row that changes only the
+masking (`MASKING_ONLY`: the rate, the split, whole words) reads the reference's very pairs in
+the same 9,000 steps. A row that changes how pairs are cut or read (`matches_tokens`: SOP and
+no sentence task cut consecutive pairs only, shorter; static masking re-reads its copies) gets
+the steps whose pairs hold the reference's tokens: before it trains, a "budget" unit builds the
+exact batches both runs read (the same seed, every epoch they cover) and takes the step count
+whose running total of tokens comes closest, within half a batch's tokens (about 1,000 of 18
+million). Each row records its steps, the reference's tokens and its own (`budget`,
+`metrics.tokens_seen`). Each run is then fine-tuned on chapter 9's two tasks with
+`benchmarks/zh_finetune.py`'s protocol and code (`RunSpec`, `run_one`, `choose`, `test_score`;
+the pretraining run's folder is the initialisation): a grid of learning rates, validation after
+every epoch, the rate and epoch chosen by the mean validation score over the row's seeds, the
+test set scored once per seed with the chosen weights. It also records the held-out accuracy at
+[MASK] (the same questions for every run: 15% of single characters, 80/10/10,
+`bertcourse.pretraining.evaluation`), which means little for a row whose training never shows
+[MASK] (`mask_acc_comparable`).
 
 The reference row `base` is BERT's choices on the course's recipe: 15% of tokens, MASK/SAME/RND
 80/10/10, NSP, dynamic masking, single characters. The other rows change one thing:
@@ -19,15 +27,18 @@ The reference row `base` is BERT's choices on the course's recipe: 15% of tokens
 - the masking rate, 40% (Wettig et al. 2023): with 80/10/10, and with the best split at 15%
   (`--best-split`, else the best of the split rows of the JSON and of this command, which then
   waits for them);
-- the sentence task: ALBERT's sentence order (SOP), none (RoBERTa);
+- the sentence task: ALBERT's sentence order (SOP), none (no sentence loss, BERT's pairs kept:
+  the paper's Table 5 "No NSP"; RoBERTa dropped NSP);
 - static masking: the original release's data, cut and masked once in `STATIC_COPIES` copies;
 - whole-word masking (Chinese-BERT-wwm): the gold words, jieba's words.
 
-**A grid of units, kept as they finish.** A row is 3 pretraining runs (one per seed), 24
-fine-tuning runs (2 tasks x 4 rates x 3 seeds, 3 epochs each) and 6 test scores (a task and a
-seed). Each is a unit, run in one of `--jobs` processes with one thread each, and kept in the
-work folder (`--work`, default `.ablations-work/` at the repository root, ignored by git):
+**A grid of units, kept as they finish.** A row is 3 pretraining runs (one per seed; before
+them, 3 budget units where the row reads other pairs), 24 fine-tuning runs (2 tasks x 4 rates x
+3 seeds, 3 epochs each) and 6 test scores (a task and a seed). Each is a unit, run in one of
+`--jobs` processes with one thread each, and kept in the work folder (`--work`, default
+`.ablations-work/` at the repository root, ignored by git):
 
+    budget/<row>-s<seed>.json   the steps that read the reference's tokens (`matches_tokens` rows)
     pretrain/<row>-s<seed>/     the pretraining run (checkpoint/ every CHECKPOINT_EVERY steps:
                                 a run cut short goes on from its last one); unit.json when done
     finetune/<row>/<run>.json   a fine-tuning run's record, beside its epochs' weights (.pt)
@@ -69,8 +80,12 @@ wwm-jieba pretraining run).
 
 Rows of another budget (steps, model, held-out size) or fine-tuning protocol (data, rates,
 epochs) are refused, in the JSON and in the work folder. Each row holds `name`, `config` (what
-it changes, and the run's whole `PretrainConfig`), `seeds`, `metrics` (one value per seed:
-`seg_f1`, `reviews_acc`, `mask_acc`, `mlm_acc`, `tokens_seen`), the fine-tuning choices and its
+it changes, and the run's whole `PretrainConfig` but its seed and steps), `seeds`, `metrics`
+(one value per seed: `seg_f1`, `reviews_acc`, `mask_acc`, `mlm_acc`, `tokens_seen`), `budget`
+(per seed: its `steps` and, where they were matched, the `reference_tokens`; null where the
+row reads the reference's own pairs and steps), `first_windows` (per seed: the first
+`FIRST_WINDOWS` logged training windows, the step each ends at and its mean MLM and sentence
+losses: what CI re-runs on a CPU for base's seed 0), the fine-tuning choices and its
 `provenance`; `comparisons` holds each row against its reference, paired by seed
 (`bertcourse.stats.paired_comparison`: "differs" only beyond 2 SE). `--smoke` is CI's tiny slice
 (a one-layer model, a few steps, `zh_finetune.QUICK`): never the committed file.
@@ -80,6 +95,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import statistics
 import sys
@@ -120,6 +136,12 @@ STAMP = ("bertcourse_commit", "date", "device", "device_name")
 RUN_ONLY = ("output_dir", "device", "resume", "stop_after")
 """PretrainConfig fields that say where and how far one invocation ran, not what the run is:
 not compared on reuse."""
+MASKING_ONLY = ("mlm_probability", "mask_split", "whole_word_mask", "word_source")
+"""PretrainConfig fields that change which tokens of a pair are chosen and what they show,
+never which pairs a step reads nor their length: a row that changes only these reads its
+reference's pairs, token for token, in the same steps."""
+FIRST_WINDOWS = 5
+"""The first logged training windows (`log_every` steps each) kept per run: CI's slice."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +170,11 @@ ROWS = {
         Row("rate-40", "Wettig et al.: 40% of tokens, 80/10/10", {"mlm_probability": 0.4}),
         Row("rate-40-best-split", "40% with the best split at 15%", {"mlm_probability": 0.4}),
         Row("sop", "ALBERT: sentence order instead of NSP", {"sentence_task": "sop"}),
-        Row("no-sentence-task", "RoBERTa: no sentence task", {"sentence_task": "none"}),
+        Row(
+            "no-sentence-task",
+            "no sentence loss, pairs kept (BERT's No NSP; RoBERTa)",
+            {"sentence_task": "none"},
+        ),  # fmt: skip
         Row(
             "static",
             f"the original's static masks, {STATIC_COPIES} copies",
@@ -200,6 +226,16 @@ def is_split_row(name: str) -> bool:
     return name == "base" or name.startswith("split-")
 
 
+def matches_tokens(row: Row) -> bool:
+    """Whether `row` reads other pairs than its reference (it changes a setting besides the
+    masking ones: the sentence task, static masking...): its steps are then the ones that read
+    the reference's tokens (`match_tokens`), measured by a "budget" unit."""
+    if not row.reference:
+        return False
+    ref = ROWS[row.reference].options
+    return any(row.options.get(k) != ref.get(k) for k in {*row.options, *ref} - set(MASKING_ONLY))
+
+
 def row_options(row: Row, split: MaskSplit | None) -> dict:
     """What the row changes in the zh recipe (BASE, the row's own choice)."""
     options = {**BASE, **row.options}
@@ -225,6 +261,62 @@ def settings(cfg: PretrainConfig) -> dict:
     return json.loads(json.dumps(fields))
 
 
+# --- The same tokens for every row ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenMatch:
+    """A run's steps matched on the tokens of its reference's (the same seed)."""
+
+    reference_steps: int
+    reference_tokens: int  # what the reference's steps read (its tokens_seen)
+    steps: int  # the steps whose tokens come closest to those
+    tokens: int  # what they read (the run's tokens_seen): within half a batch's tokens
+
+
+def training_corpus(cfg: PretrainConfig):
+    """The corpus a run trains on (`bertcourse.pretrain`'s, held-out part removed)."""
+    from bertcourse.pretraining.evaluation import split_heldout
+    from bertcourse.textdata import load_corpus
+
+    corpus, _ = load_corpus(cfg.tokenizer, lang=cfg.lang, text_files=cfg.text_files,
+                            documents=cfg.documents, cache_dir=cfg.cache_dir)  # fmt: skip
+    return split_heldout(corpus, cfg)[0]
+
+
+def batch_tokens(cfg: PretrainConfig, corpus) -> Iterator[int]:
+    """The real tokens of each batch a run reads, in order, epoch after epoch: the pairs of its
+    data loader (`bertcourse.loaders.pretraining_dataloader`), unmasked (masking, whole words
+    included, changes no length)."""
+    from bertcourse.loaders import pretraining_dataloader
+
+    if cfg.packing:
+        raise ValueError("token matching counts unpacked pairs: a run with packing is not matched")  # fmt: skip
+    for epoch in itertools.count():
+        loader = pretraining_dataloader(corpus, batch_size=cfg.batch_size, epoch=epoch,
+                                        seed=cfg.seed, max_seq_length=cfg.max_seq_length,
+                                        task=cfg.sentence_task, static_masking=cfg.static_masking)  # fmt: skip
+        if len(loader) == 0:
+            raise ValueError(f"an epoch has fewer than {cfg.batch_size} pairs: nothing to count")
+        lengths = [len(loader.dataset.examples[i].input_ids) for i in loader.sampler]
+        for start in range(0, len(loader) * cfg.batch_size, cfg.batch_size):
+            yield sum(lengths[start : start + cfg.batch_size])
+
+
+def match_tokens(reference: PretrainConfig, cfg: PretrainConfig, corpus=None) -> TokenMatch:
+    """The steps of `cfg` that read the tokens of `reference`'s steps (the same corpus, loaded
+    unless given): the count whose running total of tokens comes closest, within half a
+    batch's tokens."""
+    corpus = training_corpus(cfg) if corpus is None else corpus
+    budget = sum(itertools.islice(batch_tokens(reference, corpus), reference.steps))
+    steps = tokens = 0
+    for batch in batch_tokens(cfg, corpus):
+        if tokens + batch / 2 >= budget:  # one more batch would go further past than short
+            break
+        steps, tokens = steps + 1, tokens + batch
+    return TokenMatch(reference.steps, budget, steps, tokens)
+
+
 # --- Files -----------------------------------------------------------------------------------
 
 
@@ -243,10 +335,11 @@ def read_json(path: Path) -> dict | None:
 
 @dataclass(frozen=True)
 class Unit:
-    """One piece of a row, done once and kept: a pretraining run (`task` and `rate` None), a
-    fine-tuning run, or a test score (`rate` None)."""
+    """One piece of a row, done once and kept: the steps that read the reference's tokens (a
+    row that reads other pairs, `matches_tokens`), a pretraining run (`task` and `rate` None for
+    both), a fine-tuning run, or a test score (`rate` None)."""
 
-    kind: str  # "pretrain", "finetune" or "test"
+    kind: str  # "budget", "pretrain", "finetune" or "test"
     row: str
     seed: int
     task: str | None = None
@@ -270,6 +363,9 @@ class Grid:
     def pretrain_dir(self, row: str, seed: int) -> Path:
         return self.work / "pretrain" / f"{row}-s{seed}"
 
+    def budget_record(self, row: str, seed: int) -> Path:
+        return self.work / "budget" / f"{row}-s{seed}.json"
+
     def state_dir(self, row: str) -> Path:
         return self.work / "finetune" / row
 
@@ -284,17 +380,21 @@ class Grid:
         return self.work / "test" / unit.row / f"{unit.task}-s{unit.seed}.json"
 
     def units(self, row: str) -> list[Unit]:
-        """A row's units in the order they are taken: pretraining, fine-tuning, tests."""
+        """A row's units in the order they are taken: its steps, pretraining, fine-tuning,
+        tests."""
+        budget = [Unit("budget", row, s) for s in self.seeds if matches_tokens(ROWS[row])]
         pretrain = [Unit("pretrain", row, s) for s in self.seeds]
         finetune = [Unit("finetune", row, s, task, rate) for task in zf.TASKS
                     for rate in self.setup.rates for s in self.seeds]  # fmt: skip
         tests = [Unit("test", row, s, task) for task in zf.TASKS for s in self.seeds]
-        return pretrain + finetune + tests
+        return budget + pretrain + finetune + tests
 
     def needs(self, unit: Unit) -> list[Unit]:
         """The units that must be done before `unit` (within its row)."""
         if unit.kind == "finetune":
             return [Unit("pretrain", unit.row, unit.seed)]
+        if unit.kind == "pretrain" and matches_tokens(ROWS[unit.row]):
+            return [Unit("budget", unit.row, unit.seed)]
         if unit.kind == "test":
             return [Unit("finetune", unit.row, s, unit.task, rate)
                     for rate in self.setup.rates for s in self.seeds]  # fmt: skip
@@ -312,6 +412,8 @@ class Grid:
                 return False
             check_same_settings(Path(cfg.output_dir), kept["config"], settings(cfg))
             return True
+        if unit.kind == "budget":
+            return self.budget_record(unit.row, unit.seed).is_file()
         if unit.kind == "finetune":
             record = read_json(self.finetune_record(unit))
             state_dir, name = self.state_dir(unit.row), self.spec(unit).name()
@@ -364,9 +466,24 @@ def pretrain_unit(cfg: PretrainConfig, stamp: dict) -> None:
         "config": settings(cfg), "resumed": cfg.resume is not None,
         "final_eval": report["final_eval"], "tokens_seen": report["tokens_seen"],
         "steps_done": report["steps_done"], "train_seconds": report["train_seconds"],
-        "seconds": round(time.perf_counter() - started, 2), **stamp,
+        "first_windows": first_windows(report), "seconds": round(time.perf_counter() - started, 2),
+        **stamp,
     })  # fmt: skip
     (folder / CHECKPOINT_DIR / "trainer_state.pt").unlink(missing_ok=True)
+
+
+def first_windows(report: dict) -> list[dict]:
+    """The first `FIRST_WINDOWS` logged training windows of a run's report: the step each
+    ends at, and its mean MLM and sentence losses."""
+    keys = ("step", "mlm_loss", "nsp_loss")
+    return [{k: row[k] for k in keys} for row in report["history"]["train"][:FIRST_WINDOWS]]
+
+
+def budget_unit(reference: PretrainConfig, cfg: PretrainConfig, record: Path, stamp: dict) -> None:
+    """`match_tokens`, written to `record` (the run's steps are read from it)."""
+    started = time.perf_counter()
+    match = match_tokens(reference, cfg)
+    write_json(record, {**dataclasses.asdict(match), "seconds": round(time.perf_counter() - started, 2), **stamp})  # fmt: skip
 
 
 def finetune_unit(setup: zf.Setup, spec: zf.RunSpec, row: str, record: Path, stamp: dict) -> None:
@@ -425,15 +542,26 @@ class Command:
     pending: list[Unit] = field(default_factory=list)  # in the order they are taken
     running: dict[Future, Unit] = field(default_factory=dict)
 
-    def config(self, unit: Unit) -> PretrainConfig | None:
-        """The pretraining run of a (row, seed); None while its split is not known yet."""
+    def recipe_config(self, row: str, seed: int) -> PretrainConfig | None:
+        """The pretraining run of a (row, seed) at the budget's steps; None while its split is
+        not known yet."""
         split = self.split
-        if unit.row == "rate-40-best-split" and split is None:
+        if row == "rate-40-best-split" and split is None:
             if any(is_split_row(n) for n in self.open_rows()):
                 return None  # it waits for the split rows of this command
             split = best_split(self.rows)
-        folder = self.grid.pretrain_dir(unit.row, unit.seed)
-        return pretrain_config(ROWS[unit.row], unit.seed, self.grid.budget, self.device, folder, split)  # fmt: skip
+        folder = self.grid.pretrain_dir(row, seed)
+        return pretrain_config(ROWS[row], seed, self.grid.budget, self.device, folder, split)
+
+    def config(self, unit: Unit) -> PretrainConfig | None:
+        """The pretraining run of a (row, seed): a row that reads other pairs than its
+        reference gets the steps its budget unit measured; None while those (or its split)
+        are not known yet."""
+        cfg = self.recipe_config(unit.row, unit.seed)
+        if cfg is None or not matches_tokens(ROWS[unit.row]):
+            return cfg
+        record = read_json(self.grid.budget_record(unit.row, unit.seed))
+        return None if record is None else cfg.replace(steps=record["steps"])
 
     def open_rows(self) -> set[str]:
         return {u.row for u in self.pending} | {u.row for u in self.running.values()}
@@ -450,13 +578,15 @@ class Command:
                 if unit.kind == "pretrain":
                     if not grid.done(unit, self.config(unit)):  # None: checked when taken
                         self.pending.append(unit)
-                elif unit.task in tasks_left and not grid.done(unit):
+                elif (unit.kind == "budget" or unit.task in tasks_left) and not grid.done(unit):
                     self.pending.append(unit)
 
     def ready(self, unit: Unit) -> bool:
         waiting = set(self.pending) | set(self.running.values())
         if any(need in waiting for need in self.grid.needs(unit)):
             return False
+        if unit.kind == "budget":
+            return self.recipe_config(unit.row, unit.seed) is not None
         return unit.kind != "pretrain" or self.config(unit) is not None
 
     def submit(self, pool: Executor, unit: Unit) -> Future | None:
@@ -467,6 +597,10 @@ class Command:
             return None if grid.done(unit, cfg) else pool.submit(pretrain_unit, cfg, stamp)
         if grid.done(unit):
             return None
+        if unit.kind == "budget":
+            reference = self.recipe_config(ROWS[unit.row].reference, unit.seed)
+            return pool.submit(budget_unit, reference, self.recipe_config(unit.row, unit.seed),
+                               grid.budget_record(unit.row, unit.seed), stamp)  # fmt: skip
         if unit.kind == "finetune":
             record = grid.finetune_record(unit)
             return pool.submit(finetune_unit, grid.setup, grid.spec(unit), unit.row, record, stamp)
@@ -528,10 +662,12 @@ def assemble_row(grid: Grid, row: Row, record: dict, wall_seconds: float) -> dic
              for task in zf.TASKS}  # fmt: skip
     finetuned = [r for task in zf.TASKS for r in grid.finetune_runs(row.name, task)]
     units = {"pretrain": pretrained, "finetune": finetuned, "test": [t for ts in tests.values() for t in ts]}  # fmt: skip
+    if matches_tokens(row):
+        units = {"budget": [read_json(grid.budget_record(row.name, s)) for s in seeds], **units}
     if any(u is None for us in units.values() for u in us):
         raise SystemExit(f"{grid.work}: a record of row {row.name} is missing: delete its folder "
                          f"test/{row.name}/ to run again what the row needs")  # fmt: skip
-    config = {k: v for k, v in pretrained[0]["config"].items() if k != "seed"}
+    config = {k: v for k, v in pretrained[0]["config"].items() if k not in ("seed", "steps")}
     split = MaskSplit(**config["mask_split"])
     stamps = {tuple(u[k] for k in STAMP) for us in units.values() for u in us}
     return {
@@ -553,6 +689,18 @@ def assemble_row(grid: Grid, row: Row, record: dict, wall_seconds: float) -> dic
             "mlm_acc": [p["final_eval"]["mlm_acc"] for p in pretrained],
             "tokens_seen": [p["tokens_seen"] for p in pretrained],
         },
+        "budget": {
+            "matched_on_tokens": "budget" in units,
+            "steps": [p["config"]["steps"] for p in pretrained],
+            "reference_tokens": [b["reference_tokens"] for b in units["budget"]]
+            if "budget" in units
+            else None,
+        },  # fmt: skip
+        "first_windows": [
+            p.get("first_windows")
+            or first_windows(read_json(grid.pretrain_dir(row.name, s) / "report.json"))
+            for s, p in zip(seeds, pretrained)
+        ],  # fmt: skip
         "mask_acc_comparable": split.mask > 0,  # a model that never saw [MASK] in training
         "finetune_chosen": {task: tests[task][0]["chosen"] for task in zf.TASKS},
         "pretrain_seconds": [round(p["train_seconds"], 1) for p in pretrained],
@@ -635,8 +783,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--jobs", type=int, default=1,
                         help="units run at once, each in its own process with one thread")  # fmt: skip
-    parser.add_argument("--steps", type=int, default=Budget.steps,
-                        help="pretraining steps of every row (default: the zh recipe's 9,000)")  # fmt: skip
+    parser.add_argument("--steps", type=int, help=(
+        "the reference's pretraining steps (default: the zh recipe's 9,000; --smoke: "
+        f"{SMOKE.steps}); rows that read other pairs get the steps of its tokens"))  # fmt: skip
     parser.add_argument("--best-split", type=MaskSplit.parse, help="M,S,R for rate-40-best-split")
     parser.add_argument("--smoke", action="store_true", help="CI's tiny slice (needs --json)")
     parser.add_argument("--json", type=Path, help=f"default {DEFAULT_JSON.relative_to(ROOT)}")
@@ -653,7 +802,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         raise SystemExit("--device cuda: torch sees no CUDA device here")
     if args.smoke and args.json is None:
         raise SystemExit("--smoke writes a slice, never the committed file: give --json PATH")
-    if args.steps < 1:
+    if args.steps is not None and args.steps < 1:
         raise SystemExit(f"--steps must be at least 1, got {args.steps}")
     if args.jobs < 1:
         raise SystemExit(f"--jobs must be at least 1, got {args.jobs}")
@@ -667,7 +816,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
-    budget = SMOKE if args.smoke else Budget(steps=args.steps)
+    budget = SMOKE if args.smoke else Budget()
+    budget = budget if args.steps is None else dataclasses.replace(budget, steps=args.steps)
     setup = dataclasses.replace(zf.QUICK if args.smoke else zf.Setup(),
                                 seeds=tuple(args.seeds), device=args.device)  # fmt: skip
     this_grid = grid_id(dataclasses.asdict(budget), dataclasses.asdict(setup))
