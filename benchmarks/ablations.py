@@ -10,15 +10,18 @@ no sentence task cut consecutive pairs only, shorter; static masking re-reads it
 the steps whose pairs hold the reference's tokens: before it trains, a "budget" unit builds the
 exact batches both runs read (the same seed, every epoch they cover) and takes the step count
 whose running total of tokens comes closest, within half a batch's tokens (about 1,000 of 18
-million). Each row records its steps, the reference's tokens and its own (`budget`,
-`metrics.tokens_seen`). Each run is then fine-tuned on chapter 9's two tasks with
-`benchmarks/zh_finetune.py`'s protocol and code (`RunSpec`, `run_one`, `choose`, `test_score`;
-the pretraining run's folder is the initialisation): a grid of learning rates, validation after
-every epoch, the rate and epoch chosen by the mean validation score over the row's seeds, the
-test set scored once per seed with the chosen weights. It also records the held-out accuracy at
-[MASK] (the same questions for every run: 15% of single characters, 80/10/10,
-`bertcourse.pretraining.evaluation`), which means little for a row whose training never shows
-[MASK] (`mask_acc_comparable`).
+million). Each row records its steps, the reference's tokens and its own (`token_budget`,
+`metrics.tokens_seen`). Measured on 2026-11-28 for seeds 0, 1, 2 (18.0 million tokens each):
+SOP 9,470-9,482 steps, no sentence task 9,477-9,482, static masking 8,995-9,004, each within
+0.005% of base's tokens; at 9,000 steps SOP and no sentence task would read 4.97-5.08% fewer,
+static masking 0.06% more to 0.04% fewer. Each run is then fine-tuned on chapter 9's two tasks
+with `benchmarks/zh_finetune.py`'s protocol and code (`RunSpec`, `run_one`, `choose`,
+`test_score`; the pretraining run's folder is the initialisation): a grid of learning rates,
+validation after every epoch, the rate and epoch chosen by the mean validation score over the
+row's seeds, the test set scored once per seed with the chosen weights. It also records the
+held-out accuracy at [MASK] (the same questions for every run: 15% of single characters,
+80/10/10, `bertcourse.pretraining.evaluation`), which means little for a row whose training
+never shows [MASK] (`mask_acc_comparable`).
 
 The reference row `base` is BERT's choices on the course's recipe: 15% of tokens, MASK/SAME/RND
 80/10/10, NSP, dynamic masking, single characters. The other rows change one thing:
@@ -76,20 +79,19 @@ from other work: a pretraining step of the zh recipe 0.18 s (200 steps timed: a 
 score 3 s (reviews) and 8 s (segmentation). A row is then ~2.8 hours of one core (pretraining
 1.4 h, reviews 0.9 h, segmentation 0.5 h), the 13 rows ~36 hours: ~18 hours with `--jobs 2` if
 the two cores are free (not counted: jieba's segmentation of the corpus at the start of each
-wwm-jieba pretraining run).
+wwm-jieba pretraining run, and the 9 budget units, under a minute each at a load of ~3.5).
 
 Rows of another budget (steps, model, held-out size) or fine-tuning protocol (data, rates,
 epochs) are refused, in the JSON and in the work folder. Each row holds `name`, `config` (what
 it changes, and the run's whole `PretrainConfig` but its seed and steps), `seeds`, `metrics`
-(one value per seed: `seg_f1`, `reviews_acc`, `mask_acc`, `mlm_acc`, `tokens_seen`), `budget`
-(per seed: its `steps` and, where they were matched, the `reference_tokens`; null where the
-row reads the reference's own pairs and steps), `first_windows` (per seed: the first
-`FIRST_WINDOWS` logged training windows, the step each ends at and its mean MLM and sentence
-losses: what CI re-runs on a CPU for base's seed 0), the fine-tuning choices and its
+(one value per seed: `seg_f1`, `reviews_acc`, `mask_acc`, `mlm_acc`, `tokens_seen`),
+`token_budget` (per seed: its `steps` and, where they were matched, the `reference_tokens`;
+null where the row reads the reference's own pairs and steps), `first_windows` (per seed: the
+first `FIRST_WINDOWS` logged training windows, the step each ends at and its mean MLM and
+sentence losses: what CI re-runs on a CPU for base's seed 0), the fine-tuning choices and its
 `provenance`; `comparisons` holds each row against its reference, paired by seed
-(`bertcourse.stats.paired_comparison`: "differs" only beyond 2 SE). `--smoke` is CI's tiny slice
-(a one-layer model, a few steps, `zh_finetune.QUICK`): never the committed file.
-"""
+(`bertcourse.stats.paired_comparison`: "differs" only beyond 2 SE). `--smoke` is CI's tiny
+slice (a one-layer model, a few steps, `zh_finetune.QUICK`): never the committed file."""
 
 from __future__ import annotations
 
@@ -689,7 +691,7 @@ def assemble_row(grid: Grid, row: Row, record: dict, wall_seconds: float) -> dic
             "mlm_acc": [p["final_eval"]["mlm_acc"] for p in pretrained],
             "tokens_seen": [p["tokens_seen"] for p in pretrained],
         },
-        "budget": {
+        "token_budget": {
             "matched_on_tokens": "budget" in units,
             "steps": [p["config"]["steps"] for p in pretrained],
             "reference_tokens": [b["reference_tokens"] for b in units["budget"]]
