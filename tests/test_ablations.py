@@ -320,7 +320,7 @@ def config(row: str, seed: int, budget: ablations.Budget = ablations.SMOKE, spli
     return ablations.pretrain_config(ablations.ROWS[row], seed, budget, "cpu", Path("unused"), split)  # fmt: skip
 
 
-@pytest.mark.slow  # 14 epochs of pairs built: 33 s at a load of 3.9 on the 2-core machine
+@pytest.mark.slow  # 14 epochs of pairs built: 18-33 s at a load of 3.2-3.9 (2 cores)
 def test_matched_steps_read_the_reference_tokens_without_training():
     """The measurement alone, over several epochs of the smoke batch (4,000 steps of 8 pairs:
     1.2 epochs of NSP pairs, 1.6 of SOP's; static masking with one copy re-reads it from the
@@ -344,7 +344,7 @@ def test_matched_steps_read_the_reference_tokens_without_training():
             assert sum(read[: budget.steps]) < 0.99 * match.reference_tokens
 
 
-@pytest.mark.slow  # six pretraining runs of the smoke model, 150 steps each: ~60 s busy
+@pytest.mark.slow  # six pretraining runs of the smoke model, 150 steps: 50 s at a load of 3.2
 def test_matched_rows_see_the_reference_tokens_seed_by_seed(tmp_path):
     """Real runs: base, SOP and no sentence task, seeds 0 and 1, 150 steps of 8 pairs. Each
     matched run's tokens_seen is the measured one, token for token, and within 1% of base's
@@ -377,7 +377,7 @@ def test_matched_rows_see_the_reference_tokens_seed_by_seed(tmp_path):
             )
 
 
-@pytest.mark.slow  # two smoke rows of 100 steps, fine-tuned: 34 s at a load of 3.8
+@pytest.mark.slow  # two smoke rows of 100 steps, fine-tuned: 17-34 s at a load of 3.2-3.8
 def test_a_matched_row_reads_the_reference_tokens_through_the_command(tmp_path):
     """Base and no sentence task through the command, 100 steps of the smoke model: a budget
     unit first; the row's steps are the measured ones (more: its pairs are shorter), its
