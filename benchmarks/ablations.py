@@ -698,6 +698,8 @@ def assemble_row(grid: Grid, row: Row, record: dict, wall_seconds: float) -> dic
             if "budget" in units
             else None,
         },  # fmt: skip
+        # a unit.json from before first_windows were recorded (the grid begun on 2026-11-28):
+        # the run's report.json, written whole before its unit.json
         "first_windows": [
             p.get("first_windows")
             or first_windows(read_json(grid.pretrain_dir(row.name, s) / "report.json"))
