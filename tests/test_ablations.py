@@ -168,9 +168,15 @@ def test_a_second_command_reuses_every_finished_unit(smoke, tmp_path, monkeypatc
     rows come from the kept records, number for number."""
     work = tmp_path / "work"
     shutil.copytree(smoke["work"], work)
+    # a unit.json written before the first windows were recorded: its report.json has them
+    unit = work / "pretrain" / "base-s0" / ablations.UNIT_FILE
+    unit.write_text(json.dumps(json.loads(unit.read_text()) | {"first_windows": None}))
     forbid_training(monkeypatch)
     again = smoke_command(work, tmp_path / "again.json")
     assert numbers(again) == numbers(smoke) and again["units_left"] == 0
+    assert [r["first_windows"] for r in again["rows"]] == [
+        r["first_windows"] for r in smoke["rows"]
+    ]
     # the rows' weights were deleted once the rows were written; the records stay
     assert not list(work.glob("finetune/*/*.pt")) and len(list(work.glob("finetune/*/*.json"))) == 4
 
