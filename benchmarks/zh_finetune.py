@@ -463,10 +463,17 @@ def run_provenance(argv: list[str], script: str = "benchmarks/zh_finetune.py", w
 
 
 def device_name(device: str) -> str:
+    """The accelerator's or the CPU's model name, for a run's provenance ("x86_64" says little)."""
     if device == "cuda":
         return torch.cuda.get_device_name()
     import platform
 
+    cpuinfo = Path("/proc/cpuinfo")  # Linux; platform.processor() there is only the architecture
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
     return platform.processor() or platform.machine()
 
 

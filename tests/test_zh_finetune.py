@@ -347,3 +347,13 @@ def test_quick_slice_runs_and_holds_its_choices(tmp_path):
         assert record["slice_first_losses"][task] == pytest.approx(expected, abs=1e-4)
     assert record["data"]["segmentation"]["sizes"] == {"train": 64, "validation": 32, "test": 32}
     assert record["model_sha256"] == bench.model_sha256()
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="reads Linux's /proc/cpuinfo")
+def test_a_cpu_run_records_the_processors_model_name():
+    names = [
+        line.partition(":")[2].strip()
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if line.partition(":")[0].strip() == "model name"
+    ]
+    assert bench.device_name("cpu") == names[0]  # not only the architecture, "x86_64"
