@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from bertcourse.stats import SE_MULTIPLE, paired_comparison
 from bertcourse.viz import lang
@@ -88,7 +89,7 @@ def plot_differences(
         raise ValueError(f"{len(titles)} titles for {len(metrics)} metrics")
     rows = list(dict.fromkeys(d.row for d in differences))
     fig, axes = plt.subplots(
-        1, len(metrics), figsize=(3.3 * len(metrics), 0.9 + 0.32 * len(rows)), squeeze=False
+        1, len(metrics), figsize=(3.3 * len(metrics), 1.3 + 0.32 * len(rows)), squeeze=False
     )
     for ax, metric, title in zip(axes[0], metrics, titles):
         for y, row in enumerate(rows):
@@ -97,6 +98,11 @@ def plot_differences(
                 ax.errorbar(d.mean_difference, y, xerr=bar, color=BLACK, capsize=3, lw=1.2,
                             marker="o", markersize=5, mfc=BLACK if d.differs else "white")  # fmt: skip
         ax.axvline(0, color=GREY, lw=1)
+        reach = [abs(d.mean_difference) + SE_MULTIPLE * d.standard_error
+                 for d in differences if d.metric == metric]  # fmt: skip
+        if reach and max(reach) > 0:  # zero in the middle, the sign readable at a glance
+            ax.set_xlim(-1.15 * max(reach), 1.15 * max(reach))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4, symmetric=True))  # labels that fit
         ax.set_yticks(range(len(rows)), rows if ax is axes[0][0] else [""] * len(rows))
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_title(title, fontsize=10)
