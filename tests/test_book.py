@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -124,11 +125,38 @@ class _Runnable(threading.Thread):
 
 
 def _busy(n: int) -> list[subprocess.Popen]:
-    """`n` CPU-bound processes (each keeps one core busy until killed)."""
+    """`n` CPU-bound processes, each keeping one core busy until killed or until this process
+    ends (a test run cut short by `timeout` or Ctrl-C runs no `finally`: the burners notice that
+    their parent changed and stop, rather than spinning on for hours)."""
+    burn = f"import os\nwhile os.getppid() == {os.getpid()}: pass"
     return [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        subprocess.Popen(
+            [sys.executable, "-c", burn],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
         for _ in range(n)
     ]
+
+
+def test_burners_stop_when_the_test_run_that_started_them_is_killed() -> None:
+    # a parent that starts a burner and dies without cleaning up (as pytest under `timeout`)
+    code = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r}); from tests.test_book import _busy; "
+            "print(_busy(1)[0].pid, flush=True); os._exit(0)")  # fmt: skip
+    pid = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True, timeout=120).stdout.split()[-1])  # fmt: skip
+    deadline = time.monotonic() + 30  # the burner checks its parent on every loop
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        except FileNotFoundError:
+            return  # gone, and reaped
+        if state == "Z":
+            return  # exited; its new parent has not reaped it yet
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    raise AssertionError(f"burner {pid} still spinning 30 s after its parent died")
 
 
 def test_book_builds_on_a_busy_machine_offline_and_renders(tmp_path: Path) -> None:
