@@ -8,6 +8,7 @@ grid's base seed 0, its first logged window re-run on this CPU (skipped until th
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -98,6 +99,18 @@ def test_comparisons_pair_the_common_seeds():
         (want.mean_difference, want.standard_error, want.verdict)
     )
     assert ablations.comparisons({"sop": rows["sop"]}) == []  # no reference row yet
+
+
+def test_a_run_at_the_unigram_baseline_did_not_learn():
+    """The margin is several standard errors of the baseline's accuracy on the held-out
+    predictions (noise cannot pass a run that learned nothing) and far below what base's runs
+    reach (0.36-0.38: a slow learner still counts)."""
+    runs = json.loads((ROOT / "benchmarks/figures/zh_pretraining.json").read_text())["runs"]
+    unigram = runs[0]["unigram_baseline"]
+    acc, se = unigram["mlm_acc"], math.sqrt(unigram["mlm_acc"] * (1 - unigram["mlm_acc"]) / unigram["n_predictions"])
+    assert 4 * se < ablations.LEARNED_MARGIN < 0.1
+    row = {"metrics": {"mlm_acc": [acc, acc + 2 * se, acc + 0.05, 0.37]}}
+    assert ablations.pretraining_learned(row, acc) == [False, False, True, True]
 
 
 def test_best_split_and_refusals(tmp_path):
