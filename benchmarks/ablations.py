@@ -30,8 +30,8 @@ The reference row `base` is BERT's choices on the course's recipe: 15% of tokens
 - the masking rate, 40% (Wettig et al. 2023): with 80/10/10, and with the best split at 15%
   (`--best-split`, else the best of the split rows of the JSON and of this command, which then
   waits for them);
-- the sentence task: ALBERT's sentence order (SOP), none (no sentence loss, BERT's pairs kept:
-  the paper's Table 5 "No NSP"; RoBERTa dropped NSP);
+- the sentence task: ALBERT's sentence order (SOP), none (no sentence loss, consecutive pairs
+  kept: cf. the paper's Table 5 "No NSP"; RoBERTa dropped NSP);
 - static masking: the original release's data, cut and masked once in `STATIC_COPIES` copies;
 - whole-word masking (Chinese-BERT-wwm): the gold words, jieba's words.
 
@@ -127,7 +127,8 @@ WATCHED = ["bertcourse", "benchmarks/ablations.py", "benchmarks/zh_finetune.py"]
 METRICS = ("seg_f1", "reviews_acc", "mask_acc", "mlm_acc", "tokens_seen")
 STATIC_COPIES = 4
 """--static-masking's copies: the 9,000 steps of 32 pairs are ~11 epochs of the corpus, so each
-fixed mask is seen about 3 times (BERT's original: 10 copies over ~40 epochs, 4 times each)."""
+fixed mask is seen about 3 times (RoBERTa's static baseline: 10 copies over 40 epochs, 4 times
+each)."""
 BASE = {"mlm_probability": 0.15}
 """The reference: BERT's 15% on the course's recipe (80/10/10, NSP, dynamic, characters)."""
 CHECKPOINT_EVERY = 1000
@@ -176,7 +177,7 @@ ROWS = {
         Row("sop", "ALBERT: sentence order instead of NSP", {"sentence_task": "sop"}),
         Row(
             "no-sentence-task",
-            "no sentence loss, pairs kept (BERT's No NSP; RoBERTa)",
+            "no sentence loss, consecutive pairs kept (cf. BERT's No NSP)",
             {"sentence_task": "none"},
         ),  # fmt: skip
         Row(

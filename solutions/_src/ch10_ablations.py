@@ -246,7 +246,7 @@ for bad in ((0.8, 0.1, 0.2), (0.5, 0.2, 0.2), (0.8, 0.1, 0.1 + 1.5e-9), (1.2, -0
 #
 # The original release masks its data once, when it writes the training files
 # (`create_pretraining_data.py`). So that the model sees more than one mask of each sentence,
-# it writes `dupe_factor` copies of the corpus (10 for BERT), each masked with new draws, and
+# it writes `dupe_factor` copies of the corpus (10 by default), each masked with new draws, and
 # training reads these fixed copies again and again. RoBERTa's *dynamic* masking draws a new
 # mask every time a batch is built instead; chapter 3 measures how many positions each recipe
 # ever asks the model to predict.
