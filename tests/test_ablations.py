@@ -107,7 +107,10 @@ def test_a_run_at_the_unigram_baseline_did_not_learn():
     reach (0.36-0.38: a slow learner still counts)."""
     runs = json.loads((ROOT / "benchmarks/figures/zh_pretraining.json").read_text())["runs"]
     unigram = runs[0]["unigram_baseline"]
-    acc, se = unigram["mlm_acc"], math.sqrt(unigram["mlm_acc"] * (1 - unigram["mlm_acc"]) / unigram["n_predictions"])
+    acc, se = (
+        unigram["mlm_acc"],
+        math.sqrt(unigram["mlm_acc"] * (1 - unigram["mlm_acc"]) / unigram["n_predictions"]),
+    )
     assert 4 * se < ablations.LEARNED_MARGIN < 0.1
     row = {"metrics": {"mlm_acc": [acc, acc + 2 * se, acc + 0.05, 0.37]}}
     assert ablations.pretraining_learned(row, acc) == [False, False, True, True]
