@@ -16,8 +16,7 @@ second setting, so it is compared with nothing but itself).
 
 The runs at 5e-4 go to `<work>/rate-probe/<row>-lr<rate>-s<seed>/`; a finished run there
 (its report.json) is reused when it was pretrained with the same settings, so the command can
-be repeated. Each costs what a grid run costs (about half an hour of one core on the course's
-CPU). A run's training loss is logged every 10 steps (`log_every`); the JSON keeps the mean of
+be repeated. Each costs what a run of the grid costs (its report's `train_seconds`). A run's training loss is logged every 10 steps (`log_every`); the JSON keeps the mean of
 each 100 steps.
 """
 
@@ -127,8 +126,9 @@ def main(argv: list[str] | None = None) -> dict:
         for row in ROWS
         for rate in (RECIPE_RATE, LOWER_RATE)
     ]
+    watched = [*ablations.WATCHED, "benchmarks/ablations_rate_probe.py"]
     result = zf.run_provenance(sys.argv[1:] if argv is None else argv, "benchmarks/ablations_rate_probe.py",
-                               ablations.WATCHED) | {"runs": runs}  # fmt: skip
+                               watched) | {"runs": runs}  # fmt: skip
     ablations.write_json(args.json, result)
     for r in runs:
         print(
