@@ -80,8 +80,8 @@ score 3 s (reviews) and 8 s (segmentation). A row is then ~2.8 hours of one core
 1.4 h, reviews 0.9 h, segmentation 0.5 h), the 13 rows ~36 hours: ~18 hours with `--jobs 2` if
 the two cores are free (not counted: jieba's segmentation of the corpus at the start of each
 wwm-jieba pretraining run, and the 9 budget units, under a minute each at a load of ~3.5). The
-first two rows, from their units' own seconds (`provenance.unit_seconds`): base 2.54 core-hours,
-split-100-0-0 2.31.
+first two rows (`row_hours`: their jobs' own wall-clock hours, one thread each, at a load of 2
+to 5 on the 2 cores): base 2.69, split-100-0-0 2.30.
 
 Rows of another budget (steps, model, held-out size) or fine-tuning protocol (data, rates,
 epochs) are refused, in the JSON and in the work folder. Each row holds `name`, `config` (what
@@ -463,15 +463,18 @@ def pretrain_unit(cfg: PretrainConfig, stamp: dict) -> None:
     from bertcourse.pretraining.config import CHECKPOINT_DIR
 
     folder = Path(cfg.output_dir)
-    if (folder / CHECKPOINT_DIR / "trainer_state.pt").is_file():  # else: from the start
-        cfg = cfg.replace(resume=str(folder))
+    state, before = folder / CHECKPOINT_DIR / "trainer_state.pt", 0.0
+    if state.is_file():  # else: from the start
+        cfg = cfg.replace(resume=str(folder))  # the seconds of the part before count too
+        before = float(torch.load(state, map_location="cpu", weights_only=False)["train_seconds"])
     started = time.perf_counter()
     report = pretrain.run(cfg)
     write_json(folder / UNIT_FILE, {
         "config": settings(cfg), "resumed": cfg.resume is not None,
         "final_eval": report["final_eval"], "tokens_seen": report["tokens_seen"],
         "steps_done": report["steps_done"], "train_seconds": report["train_seconds"],
-        "first_windows": first_windows(report), "seconds": round(time.perf_counter() - started, 2),
+        "first_windows": first_windows(report),
+        "seconds": round(before + time.perf_counter() - started, 2),
         **stamp,
     })  # fmt: skip
     (folder / CHECKPOINT_DIR / "trainer_state.pt").unlink(missing_ok=True)
@@ -728,6 +731,14 @@ LEARNED_MARGIN = 0.01
 baseline's (always the most frequent character: 0.0445 on the zh held-out questions). That is
 about 4.5 standard errors of an accuracy of 0.045 on their 8,873 predictions; a run that learned
 nothing ends within one of it (split-100-0-0's three runs: 0.0445)."""
+
+
+def row_hours(row: dict) -> float:
+    """The wall-clock hours of a row's one-thread jobs: its pretraining runs' training time
+    (`pretrain_seconds`, summed over a run's resumed parts) and its fine-tuning and test units'
+    seconds. On a machine shared by more jobs than it has cores they exceed the CPU time."""
+    seconds = row["provenance"]["unit_seconds"]
+    return (sum(row["pretrain_seconds"]) + seconds["finetune"] + seconds["test"]) / 3600
 
 
 def pretraining_learned(row: dict, unigram_acc: float) -> list[bool]:

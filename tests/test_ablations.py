@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -248,9 +249,14 @@ def test_b_an_interrupted_unit_leaves_nothing_trusted(smoke, tmp_path, monkeypat
     (work / "finetune" / "base").mkdir(parents=True)
     for name in ("reviews-base-s0-0.001-s0.json", "reviews-base-s0-0.001-s0-e1.pt"):
         (work / "finetune" / "base" / f".{name}.x1y2.tmp").write_text('{"spec": {"ta')
+    # the part before the kill took long (as a run cut by the end of a session does): it counts
+    state_path = folder / "checkpoint" / "trainer_state.pt"
+    state = torch.load(state_path, weights_only=False)
+    torch.save(state | {"train_seconds": 1000.0}, state_path)
     monkeypatch.setattr(pretrain, "run", real_run)
     record = ablations.main(args)
-    assert json.loads((folder / ablations.UNIT_FILE).read_text())["resumed"] is True
+    unit = json.loads((folder / ablations.UNIT_FILE).read_text())
+    assert unit["resumed"] is True and unit["seconds"] > 1000 and unit["train_seconds"] > 1000
     assert numbers(record) == numbers(smoke)[:1]
     assert not list(work.rglob("*.tmp"))  # removed, never read
 
