@@ -421,7 +421,7 @@ def test_a_matched_row_reads_the_reference_tokens_through_the_command(tmp_path):
                              "reference_tokens": base["metrics"]["tokens_seen"]}  # fmt: skip
     ((seen,), (reference,)) = row["metrics"]["tokens_seen"], base["metrics"]["tokens_seen"]
     assert seen == measured["tokens"] and abs(seen / reference - 1) < 0.01
-    assert row["question"].startswith("no sentence loss, pairs kept")
+    assert row["question"].startswith("no sentence loss, consecutive pairs kept")
     assert set(row["provenance"]["unit_seconds"]) == {"budget", "pretrain", "finetune", "test"}
 
 
