@@ -47,7 +47,7 @@ def test_smoke_run_writes_the_schema_with_numbers_in_range(smoke):
     for row in smoke["rows"]:
         assert row["seeds"] == [0]
         assert set(ablations.METRICS) <= set(row["metrics"])
-        for metric in ("seg_f1", "reviews_acc", "mask_acc", "mlm_acc"):
+        for metric in ("seg_f1", "reviews_acc", "mask_acc", "random_acc", "mlm_acc"):
             (value,) = row["metrics"][metric]
             assert 0.0 <= value <= 1.0, (row["name"], metric, value)
         # the test split of 64 reviews and 32 sentences: a score is a count over them
@@ -55,6 +55,8 @@ def test_smoke_run_writes_the_schema_with_numbers_in_range(smoke):
         assert row["metrics"]["seg_f1"][0] > 0.1  # 'every character a word' alone scores ~0.3
         assert set(row["finetune_chosen"]) == {"reviews", "segmentation"}
         assert row["mask_acc_comparable"] is True
+        assert set(row["unigram"]) == {"mask_acc", "random_acc", "n_mask", "n_random"}
+        assert 0 < row["unigram"]["n_random"] < row["unigram"]["n_mask"]
         # CI's slice: the first logged windows (every 10 steps and at the last: 3 steps here)
         ((window,),) = row["first_windows"]
         assert (
@@ -102,19 +104,57 @@ def test_comparisons_pair_the_common_seeds():
     assert ablations.comparisons({"sop": rows["sop"]}) == []  # no reference row yet
 
 
-def test_a_run_at_the_unigram_baseline_did_not_learn():
-    """The margin is several standard errors of the baseline's accuracy on the held-out
-    predictions (noise cannot pass a run that learned nothing) and far below what base's runs
-    reach (0.36-0.38: a slow learner still counts)."""
-    runs = json.loads((ROOT / "benchmarks/figures/zh_pretraining.json").read_text())["runs"]
-    unigram = runs[0]["unigram_baseline"]
-    acc, se = (
-        unigram["mlm_acc"],
-        math.sqrt(unigram["mlm_acc"] * (1 - unigram["mlm_acc"]) / unigram["n_predictions"]),
-    )
-    assert 4 * se < ablations.LEARNED_MARGIN < 0.1
-    row = {"metrics": {"mlm_acc": [acc, acc + 2 * se, acc + 0.05, 0.37]}}
-    assert ablations.pretraining_learned(row, acc) == [False, False, True, True]
+def test_learning_is_judged_where_copying_cannot_score():
+    """At the held-out positions showing [MASK] for a row that trains with it, at those showing a
+    random character for a row that never sees [MASK]; never over every chosen position, where a
+    model that copies its input scores. The margin, LEARNED_STANDARD_ERRORS standard errors of
+    the baseline's accuracy at those positions, passes no run within a few of it and every run
+    well above it."""
+    u = {"mask_acc": 0.045, "random_acc": 0.046, "n_mask": 7106, "n_random": 835}
+    se = {
+        k: math.sqrt(u[f"{k}_acc"] * (1 - u[f"{k}_acc"]) / u[f"n_{k}"]) for k in ("mask", "random")
+    }
+
+    def row(split: tuple[float, float, float], **metrics: list[float]) -> dict:
+        mask_split = dict(zip(("mask", "same", "random"), split))
+        return {
+            "config": {"pretrain": {"mask_split": mask_split}},
+            "unigram": u,
+            "metrics": metrics,
+        }
+
+    k = ablations.LEARNED_STANDARD_ERRORS
+    steps = [0.0, k - 0.5, k + 0.5, 50.0]  # standard errors above the baseline
+    # 80/20/0: copies every shown character (0 at random ones, 0.15 over every chosen position)
+    copier = row((0.8, 0.2, 0.0), mask_acc=[u["mask_acc"] + x * se["mask"] for x in steps],
+                 random_acc=[0.0] * 4, mlm_acc=[0.15] * 4)  # fmt: skip
+    assert ablations.learned_at(copier) == "mask_acc"
+    assert ablations.pretraining_learned(copier) == [False, False, True, True]
+    never_masked = row((0.0, 0.2, 0.8), mask_acc=[0.3] * 4, mlm_acc=[0.3] * 4,
+                       random_acc=[u["random_acc"] + x * se["random"] for x in steps])  # fmt: skip
+    assert ablations.learned_at(never_masked) == "random_acc"
+    assert ablations.pretraining_learned(never_masked) == [False, False, True, True]
+    # the margins on the zh questions (the docstring's): far below what base reaches (0.30)
+    assert 0.01 < k * se["mask"] < 0.012 and 0.03 < k * se["random"] < 0.035
+
+
+def test_heldout_scores_must_give_the_run_its_own_accuracy(smoke, tmp_path):
+    """The weights kept are scored again (counting the kinds of position); weights that do not
+    give the run's own final accuracy are refused, naming the folder."""
+    kept = smoke["work"] / "pretrain" / "base-s0"
+    scores = json.loads((kept / ablations.HELDOUT_FILE).read_text())
+    unit = json.loads((kept / ablations.UNIT_FILE).read_text())
+    assert scores["mlm_acc"] == unit["final_eval"]["mlm_acc"]
+    assert (
+        scores["n_at_mask"] + scores["n_at_random"] < scores["n_predictions"]
+    )  # some show their answer
+    folder = tmp_path / "base-s0"
+    shutil.copytree(kept, folder)
+    (folder / ablations.HELDOUT_FILE).unlink()
+    unit["final_eval"]["mlm_acc"] += 0.01
+    with pytest.raises(SystemExit, match="base-s0: its weights score"):
+        ablations.heldout_scores(folder, unit)
+    assert not (folder / ablations.HELDOUT_FILE).exists()
 
 
 def test_best_split_and_refusals(tmp_path):

@@ -186,9 +186,14 @@ def test_unigram_baseline_by_hand():
     docs = [[[1500, 1500, 1500, 1600], [101, 101, 101, 101, 101]], [[1600, 1700]]]
     train = data.TokenizedCorpus(["a", "b"], docs, vocab)
     labels = torch.tensor([[1500, 1600, IGNORE_INDEX, 1700], [1500, IGNORE_INDEX, 1500, 1999]])
-    res = unigram_baseline(train, [{"labels": labels}])
+    # what the labelled positions show: [MASK] (103), the answer itself, or another token
+    shown = torch.tensor([[103, 1600, 5, 42], [7, 0, 103, 1999]])
+    res = unigram_baseline(train, [{"labels": labels, "input_ids": shown}])
     assert res["token_id"] == 1500 and res["n_predictions"] == 6
     assert res["mlm_acc"] == pytest.approx(3 / 6)
+    # at [MASK]: (0,0) 1500 and (1,2) 1500, both right; at another token: (0,3) 1700, (1,0) 1500
+    assert (res["n_at_mask"], res["mlm_acc_at_mask"]) == (2, pytest.approx(1.0))
+    assert (res["n_at_random"], res["mlm_acc_at_random"]) == (2, pytest.approx(0.5))
     counts = torch.zeros(2000, dtype=torch.float64)
     counts[1500], counts[1600], counts[1700] = 3, 2, 1
     p = (counts + 1) / (counts + 1).sum()
@@ -222,12 +227,13 @@ def test_report_has_speed_padding_and_mfu(smoke_run):
 
 def test_batch_stats_add_up_and_evaluate_reuses_them():
     a = BatchStats(n_predictions=4, mlm_loss_sum=8.0, mlm_correct=1, n_at_mask=2,
-                   mlm_correct_at_mask=1, n_pairs=2, nsp_loss_sum=1.0, nsp_correct=2,
-                   tokens=30, positions=40, flops=1e6)  # fmt: skip
+                   mlm_correct_at_mask=1, n_at_random=1, mlm_correct_at_random=0, n_pairs=2,
+                   nsp_loss_sum=1.0, nsp_correct=2, tokens=30, positions=40, flops=1e6)  # fmt: skip
     b = BatchStats.from_tensor(a.as_tensor())
     assert b == a
     m = (a + a).metrics()
     assert m["mlm_loss"] == 2.0 and m["mlm_acc"] == 0.25 and m["mlm_acc_at_mask"] == 0.5
+    assert m["mlm_acc_at_random"] == 0.0 and (m["n_at_mask"], m["n_at_random"]) == (4, 2)
     assert m["nsp_loss"] == 0.5 and m["nsp_acc"] == 1.0 and m["n_predictions"] == 8
     assert (a + a).padding_share == pytest.approx(0.25)
 
@@ -238,13 +244,14 @@ def test_evaluate_matches_a_hand_computation(smoke_run):
     _, heldout = corpus.split()
     batches = data.eval_batches(heldout, max_seq_length=48, max_examples=16)
     got = evaluate(model, batches, corpus.vocab.mask_id, torch.device("cpu"))
-    logits, targets, nsp_right, n_pairs = [], [], 0, 0
+    logits, targets, shown, nsp_right, n_pairs = [], [], [], 0, 0
     with torch.no_grad():
         for b in batches:
             out = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])  # no labels
             chosen = b["labels"] != IGNORE_INDEX
             logits.append(out.prediction_logits[chosen])  # (N_b, V) from the full (B, L, V)
             targets.append(b["labels"][chosen])
+            shown.append(b["input_ids"][chosen])
             nsp_right += int((out.seq_relationship_logits.argmax(-1) == b["next_sentence_label"]).sum())  # fmt: skip
             n_pairs += len(b["next_sentence_label"])
     logits, targets = torch.cat(logits), torch.cat(targets)
@@ -253,6 +260,13 @@ def test_evaluate_matches_a_hand_computation(smoke_run):
     assert got["mlm_loss"] == pytest.approx(ce, rel=1e-5)
     assert got["mlm_acc"] == pytest.approx((logits.argmax(-1) == targets).double().mean().item())
     assert got["nsp_acc"] == pytest.approx(nsp_right / n_pairs)
+    right, shown = logits.argmax(-1) == targets, torch.cat(shown)
+    at_mask = shown == corpus.vocab.mask_id
+    at_random = (shown != corpus.vocab.mask_id) & (shown != targets)  # nor the answer
+    assert 0 < at_random.sum() < at_mask.sum() and (at_mask | at_random).sum() < len(targets)
+    assert (got["n_at_mask"], got["n_at_random"]) == (at_mask.sum(), at_random.sum())
+    assert got["mlm_acc_at_mask"] == pytest.approx(right[at_mask].double().mean().item())
+    assert got["mlm_acc_at_random"] == pytest.approx(right[at_random].double().mean().item())
 
 
 def test_heldout_set_is_the_same_for_every_run():
