@@ -581,12 +581,13 @@ class Command:
         return {u.row for u in self.pending} | {u.row for u in self.running.values()}
 
     def plan(self) -> None:
-        """Every unit not done yet; a row whose tests are all done is complete at once."""
-        grid = self.grid
+        """Every unit not done yet; a row whose tests are all done is complete at once (written
+        after the others' units are counted: the file says how many are left)."""
+        grid, complete = self.grid, []
         for name in self.todo:
             tasks_left = {u.task for u in grid.units(name) if u.kind == "test" and not grid.done(u)}
             if not tasks_left:
-                self.complete(name)
+                complete.append(name)
                 continue
             for unit in grid.units(name):
                 if unit.kind == "pretrain":
@@ -594,6 +595,8 @@ class Command:
                         self.pending.append(unit)
                 elif (unit.kind == "budget" or unit.task in tasks_left) and not grid.done(unit):
                     self.pending.append(unit)
+        for name in complete:
+            self.complete(name)
 
     def ready(self, unit: Unit) -> bool:
         waiting = set(self.pending) | set(self.running.values())

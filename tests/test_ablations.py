@@ -238,6 +238,24 @@ def test_a_second_command_reuses_every_finished_unit(smoke, tmp_path, monkeypatc
     assert not list(work.glob("finetune/*/*.pt")) and len(list(work.glob("finetune/*/*.json"))) == 4
 
 
+def test_a_row_complete_at_the_start_is_written_with_the_units_left(smoke, tmp_path, monkeypatch, recorded):  # fmt: skip
+    """A command finds base complete and split-100-0-0's tests to do again: base is written at
+    once, saying how many units are left, exactly those the command then runs (not 0)."""
+    work = tmp_path / "work"
+    shutil.copytree(smoke["work"], work)
+    shutil.rmtree(work / "test" / "split-100-0-0")
+    written, real = [], ablations.write_result
+
+    def write_result(path, result):
+        written.append(([r["name"] for r in result["rows"]], result["units_left"]))
+        real(path, result)
+
+    monkeypatch.setattr(ablations, "write_result", write_result)
+    smoke_command(work, tmp_path / "again.json")
+    assert len(recorded) > 0 and written[0] == (["base"], len(recorded))
+    assert written[-1] == (["base", "split-100-0-0"], 0)
+
+
 def test_d_a_stopped_command_writes_complete_rows_only_and_the_next_finishes(smoke, tmp_path, monkeypatch, recorded, capsys):  # fmt: skip
     """Each fine-tuning run takes one minute of a fake clock; --stop-after-minutes 2.5 stops
     in the second row: the JSON holds the first row alone, whole, and says how many units are
