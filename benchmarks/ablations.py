@@ -586,7 +586,8 @@ class Command:
         grid, complete = self.grid, []
         for name in self.todo:
             tasks_left = {u.task for u in grid.units(name) if u.kind == "test" and not grid.done(u)}
-            if not tasks_left:
+            if not tasks_left:  # in self.rows now: rate-40-best-split may choose from it
+                self.assemble(name)
                 complete.append(name)
                 continue
             for unit in grid.units(name):
@@ -596,7 +597,7 @@ class Command:
                 elif (unit.kind == "budget" or unit.task in tasks_left) and not grid.done(unit):
                     self.pending.append(unit)
         for name in complete:
-            self.complete(name)
+            self.on_row(name)
 
     def ready(self, unit: Unit) -> bool:
         waiting = set(self.pending) | set(self.running.values())
@@ -631,11 +632,14 @@ class Command:
         if unit.row not in self.open_rows():
             self.complete(unit.row)
 
-    def complete(self, name: str) -> None:
+    def assemble(self, name: str) -> None:
         self.rows[name] = assemble_row(self.grid, ROWS[name], self.record, now() - self.started)
         metrics = self.rows[name]["metrics"]
         print(f"[{now() - self.started:7.1f} s] row {name}: "
               + ", ".join(f"{m} {metrics[m]}" for m in METRICS), flush=True)  # fmt: skip
+
+    def complete(self, name: str) -> None:
+        self.assemble(name)
         self.on_row(name)
 
     def run(self, jobs: int, stop_minutes: float | None) -> int:
@@ -694,8 +698,12 @@ def heldout_scores(folder: Path, unit: dict) -> dict:
 def unigram_by_kind(scores: list[dict]) -> dict:
     """The unigram baseline at each kind of held-out position (the same questions for every
     run: checked), with the number of positions of each kind."""
-    (unigram,) = {json.dumps(s["unigram_baseline"], sort_keys=True) for s in scores}
-    u = json.loads(unigram)
+    kept = {json.dumps(s["unigram_baseline"], sort_keys=True) for s in scores}
+    if len(kept) != 1:
+        raise SystemExit(
+            f"the runs of a row were scored on other held-out questions: {sorted(kept)}"
+        )
+    u = json.loads(kept.pop())
     return {"mask_acc": u["mlm_acc_at_mask"], "random_acc": u["mlm_acc_at_random"],
             "n_mask": u["n_at_mask"], "n_random": u["n_at_random"]}  # fmt: skip
 

@@ -134,6 +134,10 @@ def test_learning_is_judged_where_copying_cannot_score():
                        random_acc=[u["random_acc"] + x * se["random"] for x in steps])  # fmt: skip
     assert ablations.learned_at(never_masked) == "random_acc"
     assert ablations.pretraining_learned(never_masked) == [False, False, True, True]
+    # far below the baseline is no learning either: a copier judged at random characters
+    assert ablations.pretraining_learned(never_masked | {"metrics": {"random_acc": [0.0]}}) == [
+        False
+    ]
     # the margins on the zh questions (the docstring's): far below what base reaches (0.30)
     assert 0.01 < k * se["mask"] < 0.012 and 0.03 < k * se["random"] < 0.035
 
@@ -254,6 +258,17 @@ def test_a_row_complete_at_the_start_is_written_with_the_units_left(smoke, tmp_p
     smoke_command(work, tmp_path / "again.json")
     assert len(recorded) > 0 and written[0] == (["base"], len(recorded))
     assert written[-1] == (["base", "split-100-0-0"], 0)
+
+
+def test_a_split_row_complete_at_the_start_is_there_for_the_best_split(smoke, tmp_path, monkeypatch):  # fmt: skip
+    """Rows complete in the work folder but not in the JSON are assembled before the others'
+    units are planned: rate-40-best-split chooses its split from them (nothing runs)."""
+    work = tmp_path / "work"
+    shutil.copytree(smoke["work"], work)
+    forbid_training(monkeypatch)
+    out = smoke_command(work, tmp_path / "new.json", "--rows", "base", "split-100-0-0", "rate-40-best-split",
+                        "--stop-after-minutes", "0")  # fmt: skip
+    assert [r["name"] for r in out["rows"]] == ["base", "split-100-0-0"] and out["units_left"] > 0
 
 
 def test_d_a_stopped_command_writes_complete_rows_only_and_the_next_finishes(smoke, tmp_path, monkeypatch, recorded, capsys):  # fmt: skip

@@ -177,11 +177,15 @@ def unigram_baseline(train: TokenizedCorpus, batches: Sequence[dict[str, Tensor]
     shown = torch.cat([b["input_ids"][b["labels"] != IGNORE_INDEX] for b in batches])
     at_mask, at_random = shown_kinds(shown, targets, train.vocab.mask_id)
     right = (targets == best).double()
+
+    def accuracy(where: Tensor) -> float:  # 0 where there is no such position, as in BatchStats
+        return float(right[where].sum() / max(int(where.sum()), 1))
+
     return {
         "token_id": best,
         "mlm_acc": float(right.mean()),
-        "mlm_acc_at_mask": float(right[at_mask].mean()),
-        "mlm_acc_at_random": float(right[at_random].mean()),
+        "mlm_acc_at_mask": accuracy(at_mask),
+        "mlm_acc_at_random": accuracy(at_random),
         "mlm_loss": float(-logp[targets].mean()),
         "n_predictions": int(targets.numel()),
         "n_at_mask": int(at_mask.sum()),
