@@ -679,7 +679,8 @@ def heldout_scores(folder: Path, unit: dict) -> dict:
     """A finished pretraining run's final weights scored again on the held-out questions
     (`evaluate_checkpoint`: accuracy at every chosen position, at those showing `[MASK]` and at
     those showing a random character, and the unigram baseline's at each), once, kept in
-    `HELDOUT_FILE`. It must give the run's own final accuracy back (a check of the weights kept);
+    `HELDOUT_FILE`. It must give the run's own final accuracies back (over every chosen position
+    and at `[MASK]`: a check of the weights kept);
     runs recorded before the kinds of position were counted (2026-11-29) get them here."""
     from bertcourse.pretraining.config import CHECKPOINT_DIR
     from bertcourse.pretraining.evaluation import evaluate_checkpoint
@@ -687,10 +688,11 @@ def heldout_scores(folder: Path, unit: dict) -> dict:
     scores = read_json(folder / HELDOUT_FILE)
     if scores is None:
         scores = evaluate_checkpoint(folder / CHECKPOINT_DIR)
-        if abs(scores["mlm_acc"] - unit["final_eval"]["mlm_acc"]) > 1e-9:
-            raise SystemExit(f"{folder}: its weights score {scores['mlm_acc']} on the held-out "
-                             f"questions, not the run's own {unit['final_eval']['mlm_acc']}: "
-                             "delete the folder to train the run again")  # fmt: skip
+        for key in ("mlm_acc", "mlm_acc_at_mask"):
+            if abs(scores[key] - unit["final_eval"][key]) > 1e-9:
+                raise SystemExit(f"{folder}: its weights score {key} {scores[key]} on the held-out "
+                                 f"questions, not the run's own {unit['final_eval'][key]}: "
+                                 "delete the folder to train the run again")  # fmt: skip
         write_json(folder / HELDOUT_FILE, scores)
     return scores
 

@@ -156,7 +156,7 @@ def test_heldout_scores_must_give_the_run_its_own_accuracy(smoke, tmp_path):
     shutil.copytree(kept, folder)
     (folder / ablations.HELDOUT_FILE).unlink()
     unit["final_eval"]["mlm_acc"] += 0.01
-    with pytest.raises(SystemExit, match="base-s0: its weights score"):
+    with pytest.raises(SystemExit, match="base-s0: its weights score mlm_acc"):
         ablations.heldout_scores(folder, unit)
     assert not (folder / ablations.HELDOUT_FILE).exists()
 
