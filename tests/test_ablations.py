@@ -7,6 +7,7 @@ grid's base seed 0, its first logged window re-run on this CPU (skipped until th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -162,14 +163,23 @@ def test_heldout_scores_must_give_the_run_its_own_accuracy(smoke, tmp_path):
 
 
 def test_best_split_and_refusals(tmp_path):
+    """The best mean of the two scores, of the splits other than rate-40's 80/10/10 (even when
+    80/10/10 scores best: the row would repeat rate-40's runs)."""
     rows = {
-        "base": _row("base", [0], [0.5], ""),
+        "base": _row("base", [0], [0.95], ""),
+        "split-100-0-0": _row("split-100-0-0", [0], [0.5]),
         "split-80-0-20": _row("split-80-0-20", [0], [0.9]),
+        "sop": _row("sop", [0], [0.99]),  # not a split row
     }
     rows["base"]["config"]["pretrain"]["mask_split"] = {"mask": 0.8, "same": 0.1, "random": 0.1}
+    always_mask = rows["split-100-0-0"]["config"]["pretrain"]
+    always_mask["mask_split"] = dataclasses.asdict(MaskSplit(1, 0, 0))
     assert ablations.best_split(rows) == MaskSplit(0.8, 0.0, 0.2)
-    with pytest.raises(SystemExit, match="needs the split rows first"):
-        ablations.best_split({})
+    rows["split-100-0-0"]["metrics"]["seg_f1"] = [0.91]
+    assert ablations.best_split(rows) == MaskSplit(1.0, 0.0, 0.0)
+    for missing in ({}, {"base": rows["base"]}):
+        with pytest.raises(SystemExit, match="needs the split rows first"):
+            ablations.best_split(missing)
     with pytest.raises(SystemExit, match="never the committed file"):
         ablations.main(["--smoke", "--rows", "base"])
 
