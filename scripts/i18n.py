@@ -503,6 +503,9 @@ def needs_translation(msgid: str) -> bool:
 # --- update -----------------------------------------------------------------------------------
 
 
+_PREVIOUS = ("| msgid ", "| msgid_plural ", '| "')  # "#| ..." lines as babel reads them
+
+
 def merge(pot: Path, po: Path, header: str | None = None) -> tuple[str, int, int]:
     """Merge `pot` into `po` as sphinx-intl does, keeping the previous English of fuzzy entries."""
     import polib
@@ -543,6 +546,9 @@ def merge(pot: Path, po: Path, header: str | None = None) -> tuple[str, int, int
     for message in catalog:
         if not message.id:
             continue
+        # babel reads polib's "#| msgid" lines (the previous English) as a translator's comment
+        # and would write them back as "# | msgid": drop them (re-added below while fuzzy)
+        message.user_comments = [c for c in message.user_comments if not c.startswith(_PREVIOUS)]
         if message.fuzzy and not message.previous_id and message.id in previous:
             message.previous_id = [previous[message.id]]
         if not message.fuzzy and not message.string and not needs_translation(message.id):

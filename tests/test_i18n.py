@@ -118,6 +118,7 @@ def test_update_keeps_translations_and_shows_the_previous_english(tmp_path: Path
         entry = cat.find(new)
         assert entry.fuzzy, "a changed paragraph must become fuzzy"
         assert entry.previous_msgid == old, "the translator must see the previous English"
+        assert not entry.tcomment, "the previous English must not come back as a comment"
         assert entry.msgstr == "学习率在 10,000 步的预热中线性上升。"
         assert cat.find("Gradient clipping").msgstr == "梯度裁剪"
         assert not cat.find("Gradient clipping").fuzzy
