@@ -418,8 +418,9 @@ def test_the_choices_are_saved_and_a_resume_keeps_them(tmp_path):
 
 
 def test_no_sentence_task_leaves_the_nsp_head_untrained(tmp_path):
-    """--sentence-task none: the loss is MLM alone, so the NSP head gets no gradient (AdamW
-    skips it: no decay either) while the MLM head learns."""
+    """--sentence-task none: the loss is MLM alone, so the NSP head and the pooler below it,
+    which only the sentence loss reads, get no gradient (AdamW skips them: no decay either)
+    while the MLM head learns. A classifier fine-tuned on [CLS] starts from an untrained pooler."""
     from bertcourse.model import BertForPreTraining
 
     cfg = SMOKE.replace(steps=3, output_dir=str(tmp_path), sentence_task="none", eval_every=0,
@@ -430,9 +431,10 @@ def test_no_sentence_task_leaves_the_nsp_head_untrained(tmp_path):
     init = BertForPreTraining(cfg.model_config(data.Vocab.from_tokenizer(tokenizer)))
     for name, before in init.state_dict().items():
         after = trained.state_dict()[name]
-        if "seq_relationship" in name:
+        if "seq_relationship" in name or "pooler" in name:
             assert torch.equal(before, after), name
     assert not torch.equal(init.state_dict()["cls.predictions.bias"], trained.state_dict()["cls.predictions.bias"])  # fmt: skip
+    assert sum("pooler" in name for name in init.state_dict()) == 2  # weight and bias, both checked
 
 
 def test_jieba_word_starts_follow_jiebas_words():
