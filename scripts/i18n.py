@@ -124,9 +124,22 @@ def run_sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, stri
         TOKENIZERS_PARALLELISM="false",
         PYDEVD_DISABLE_FILE_VALIDATION="1",
     )
-    return subprocess.run(
-        [sys.executable, "-c", code, json.dumps(args)], cwd=ROOT, env=env
-    ).returncode
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args)],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sys.stderr.write(done.stderr)
+    if done.returncode == 0 and not strict and _SPHINX_ERROR.search(done.stderr):
+        # a page that docutils cannot parse (a broken list-table, say) loses its messages, and
+        # a merge would then drop their translations: never go on from such a build
+        return 1
+    return done.returncode
+
+
+_SPHINX_ERROR = re.compile(r": (ERROR|SEVERE): ")
 
 
 def extract(out: Path, execute: str = "cache") -> dict[str, Path]:
@@ -138,7 +151,10 @@ def extract(out: Path, execute: str = "cache") -> dict[str, Path]:
     doctrees = ROOT / "_build" / "i18n" / f".doctrees-{execute}"
     rc = run_sphinx("gettext", out, doctrees, sphinx_overrides(None, execute), strict=False)
     if rc != 0:
-        raise SystemExit(f"i18n: sphinx-build -b gettext failed (exit {rc})")
+        raise SystemExit(
+            f"i18n: sphinx-build -b gettext failed (exit {rc}, or an ERROR above): "
+            "fix the page first; no catalogue was changed"
+        )
     return {p.relative_to(out).with_suffix("").as_posix(): p for p in sorted(out.rglob("*.pot"))}
 
 

@@ -127,6 +127,26 @@ def test_update_keeps_translations_and_shows_the_previous_english(tmp_path: Path
     assert any("numbers" in p for p in i18n.invariant_problems(new, entry.msgstr))
 
 
+def test_update_stops_on_a_page_that_does_not_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page docutils cannot parse (a broken list-table) loses its messages from the .pot; a
+    merge would then drop their translations, so extraction stops before any merge."""
+    import subprocess
+
+    error = 'book/p.md:12: ERROR: Error parsing content block for the "list-table" directive\n'
+    monkeypatch.setattr(
+        subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stderr=error)
+    )
+    with pytest.raises(SystemExit, match="no catalogue was changed"):
+        i18n.extract(tmp_path / "pot")
+    warning = "book/p.md:12: WARNING: a warning only\n"
+    monkeypatch.setattr(
+        subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stderr=warning)
+    )
+    assert i18n.extract(tmp_path / "pot") == {}  # warnings pass (nothing was written here)
+
+
 def test_check_fails_on_fuzzy_and_untranslated_pages_declared_translated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
