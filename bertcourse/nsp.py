@@ -24,8 +24,9 @@ Sentence-order prediction (ALBERT, `task="sop"`): A and B are always two consecu
 the same chunk; the negative (label 1) is the same pair swapped, by an independent coin with
 probability 1/2 for each pair. No second document needed.
 
-No sentence task (`task="none"`, RoBERTa's finding that NSP can go): the same consecutive
-pairs as SOP, never swapped, every label 0; the training loop then leaves the sentence loss out.
+No sentence task (`task="none"`, RoBERTa's finding that NSP can go): consecutive pairs cut as
+SOP cuts them, never swapped, every label 0 (no coin is drawn, so with the same seed the later
+draws, and so the pairs, differ from SOP's); the training loop then leaves the sentence loss out.
 The inputs keep BERT's `[CLS] A [SEP] B [SEP]` layout, so fine-tuning is the same for all three.
 
 All randomness comes from a `random.Random`, so a seed gives the same pairs every time.
