@@ -95,6 +95,9 @@ def sphinx_overrides(language: str | None, execute: str = "cache") -> dict:
     return overrides
 
 
+_SPHINX_ERROR = re.compile(r": (ERROR|SEVERE): ")  # a docutils message that loses a page's text
+
+
 def run_sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, strict: bool) -> int:
     """Build with Jupyter Book's configuration, in a child process (Sphinx keeps global state)."""
     code = (
@@ -137,9 +140,6 @@ def run_sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, stri
         # a merge would then drop their translations: never go on from such a build
         return 1
     return done.returncode
-
-
-_SPHINX_ERROR = re.compile(r": (ERROR|SEVERE): ")
 
 
 def extract(out: Path, execute: str = "cache") -> dict[str, Path]:
