@@ -287,7 +287,7 @@ def _jieba():
         import jieba
     except ImportError as error:
         raise ImportError(
-            f"jieba's words (--word-source jieba) come from the PyPI package jieba: "
+            f"jieba's words (--whole-word-masking jieba) come from the PyPI package jieba: "
             f"pip install {JIEBA} (requirements.txt)"
         ) from error
     jieba.setLogLevel(logging.WARNING)

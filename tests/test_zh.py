@@ -599,5 +599,5 @@ def test_without_jieba_the_error_names_the_package_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "jieba", None)  # as if not installed: `import jieba` fails
     with pytest.raises(ImportError, match=re.escape(f"pip install {pin}")):
         zh.jieba_word_starts(["中", "国"])
-    with pytest.raises(ImportError, match="--word-source jieba"):
+    with pytest.raises(ImportError, match="--whole-word-masking jieba"):
         zh.with_jieba_words(corpus=None, tokenizer=None)  # before it reads the corpus
