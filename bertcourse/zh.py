@@ -278,7 +278,7 @@ UNKNOWN_CHARACTER = "□"
 """What an [UNK] token counts as when a sentence is rebuilt for jieba: one character."""
 
 
-def _jieba():
+def jieba_module():
     """The jieba module, quiet (no "Building prefix dict" lines on every run), or an ImportError
     that says how to install it."""
     import logging
@@ -302,7 +302,7 @@ def jieba_word_starts(tokens: Sequence[str]) -> list[int]:
     `[UNK]` counts as one character). Their texts are joined, cut by jieba (its default
     dictionary and HMM, deterministic), and a token starts a word when its first character does.
     """
-    jieba = _jieba()
+    jieba = jieba_module()
     texts = [UNKNOWN_CHARACTER if t == "[UNK]" else t.removeprefix("##") for t in tokens]
     starts, position = set(), 0
     for word in jieba.lcut("".join(texts), HMM=True):
@@ -320,7 +320,7 @@ def with_jieba_words(corpus, tokenizer):
     its own (`jieba_word_starts` of every sentence; `tokenizer` turns ids back into text)."""
     import dataclasses
 
-    _jieba()  # before any work: the error that names the package, not one in the middle of a run
+    jieba_module()  # before any work: the error that names the package, not one in the middle of a run
 
     def starts(sentence: list[int]) -> list[int]:
         return jieba_word_starts([tokenizer.id_to_token(t) for t in sentence])

@@ -592,7 +592,7 @@ def test_zh_heldout_questions_with_whole_words_ask_the_same_pairs():
     assert 0.12 < chosen / n_tokens < 0.16, chosen / n_tokens
 
 
-def test_without_jieba_the_error_names_the_package_to_install(monkeypatch):
+def test_without_jieba_the_error_names_the_package_to_install(monkeypatch, capsys):
     pin = next(line.strip() for line in (Path(__file__).resolve().parents[1] / "requirements.txt").read_text().splitlines()
                if line.startswith("jieba=="))  # fmt: skip
     assert zh.JIEBA == pin  # the message's pin is the one the project installs
@@ -601,3 +601,8 @@ def test_without_jieba_the_error_names_the_package_to_install(monkeypatch):
         zh.jieba_word_starts(["中", "国"])
     with pytest.raises(ImportError, match="--whole-word-masking jieba"):
         zh.with_jieba_words(corpus=None, tokenizer=None)  # before it reads the corpus
+    from bertcourse.pretraining import cli
+
+    with pytest.raises(SystemExit) as stopped:  # the command line: a usage error, no traceback
+        cli.main(["--lang", "zh", "--whole-word-masking", "jieba", "--steps", "1"])
+    assert stopped.value.code == 2 and f"pip install {pin}" in capsys.readouterr().err

@@ -246,6 +246,13 @@ def main(argv: list[str] | None = None) -> dict | None:
         cfg = base.replace(**given)
     except ValueError as e:  # e.g. an unknown --lang
         parser.error(str(e))
+    if cfg.whole_word_mask and cfg.word_source == "jieba":
+        from bertcourse.zh import jieba_module
+
+        try:
+            jieba_module()
+        except ImportError as e:  # an optional package, not installed: say which, before any work
+            parser.error(str(e))
     if not given.get("resume"):
         cfg = cfg.replace(resume=None)
         if "max_minutes" in given and "steps" not in given:
